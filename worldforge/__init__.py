@@ -1,0 +1,67 @@
+"""WorldForge: reproducible evaluation with attachable evidence.
+
+The public API is re-exported lazily (PEP 562 ``__getattr__``) so that ``import worldforge`` stays
+cheap and never imports torch, transformers or Box2D. Attribute access imports only the module
+that defines the name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # core
+    "WorldForgeError": "worldforge.core.errors",
+    "WorldForgeException": "worldforge.core.errors",
+    "WorldStateError": "worldforge.core.errors",
+    "ProviderError": "worldforge.core.errors",
+    "StageError": "worldforge.core.errors",
+    "GateFailure": "worldforge.core.errors",
+    "canonical_json": "worldforge.core.canonical",
+    "digest_payload": "worldforge.core.digests",
+    "digest_file": "worldforge.core.digests",
+    "digest_bytes": "worldforge.core.digests",
+    "Position": "worldforge.core.entities",
+    "BBox": "worldforge.core.entities",
+    "SceneObject": "worldforge.core.entities",
+    "Action": "worldforge.core.entities",
+    "World": "worldforge.core.world",
+    "Capability": "worldforge.providers.base",
+    "CAPABILITY_NAMES": "worldforge.providers.base",
+    "ProviderEvent": "worldforge.providers.events",
+    "WorldForge": "worldforge.forge",
+    # planning
+    "LatentMPCController": "worldforge.planning.mpc",
+    "Goal": "worldforge.planning.goals",
+    # evaluation
+    "EvaluationSuite": "worldforge.evaluation",
+    "EvaluationScenario": "worldforge.evaluation",
+    "EvaluationContext": "worldforge.evaluation",
+    "EvaluationResult": "worldforge.evaluation",
+    "EvaluationReport": "worldforge.evaluation",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'worldforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from worldforge.core.entities import Action, BBox, Position, SceneObject
+    from worldforge.core.errors import WorldForgeError
+    from worldforge.core.world import World
+    from worldforge.forge import WorldForge

@@ -1,0 +1,5 @@
+"""``python -m worldforge`` runs the CLI."""
+
+from worldforge.cli.app import main
+
+main()

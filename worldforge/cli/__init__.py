@@ -1,0 +1,1 @@
+"""Command-line interface (typer). See :mod:`worldforge.cli.app`."""

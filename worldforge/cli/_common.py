@@ -1,0 +1,71 @@
+"""Helpers every CLI command uses: one error-to-exit-code mapping and sanitized messages.
+
+Exit codes are a contract: 0 ok, 1 a gate or stage failed, 2 usage or validation error. Commands
+stay thin: they parse options, call a layer, print, and let :func:`cli_errors` translate the
+project's exception hierarchy.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import typer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sanitize(message: str) -> str:
+    try:
+        from worldforge.evidence.sanitize import sanitize_text
+
+        return sanitize_text(message)
+    except ImportError:  # pragma: no cover - sanitizer always ships
+        return message
+
+
+def fail(message: str, *, code: int = 2, hint: str | None = None) -> typer.Exit:
+    """Print a one-line error (plus optional hint) to stderr and return the Exit to raise."""
+    line = " ".join(_sanitize(message).split())
+    print(f"error: {line}", file=sys.stderr)
+    if hint:
+        print(f"hint: {_sanitize(hint)}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+@contextmanager
+def cli_errors(hint: str | None = None) -> Iterator[None]:
+    """Map project exceptions to exit codes with a one-line sanitized message."""
+    from worldforge.core.errors import WorldForgeException
+
+    try:
+        yield
+    except WorldForgeException as exc:
+        raise fail(str(exc), code=exc.exit_code, hint=getattr(exc, "hint", None) or hint) from None
+    except FileNotFoundError as exc:
+        raise fail(f"{exc.filename}: file not found.", code=2, hint=hint) from None
+
+
+def handle_errors(func: F) -> F:
+    """Decorator form of :func:`cli_errors` for typer command functions."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with cli_errors():
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def argv() -> list[str]:
+    """The real argv vector of this invocation, program name normalised to ``worldforge``."""
+    args = list(sys.argv)
+    if args:
+        args[0] = "worldforge"
+    return args
+
+
+__all__ = ["argv", "cli_errors", "fail", "handle_errors"]
