@@ -1,0 +1,106 @@
+"""The mock provider's letter-level generator: deterministic chat replies that build letters.
+
+The Science Birds suite needs a generator that runs anywhere without a language model, yet exercises
+the whole pipeline the way a real reply does: Markdown prose around a fenced code block of
+``drop_block`` calls. :func:`letter_reply` writes such a reply for a target letter and a trial seed.
+
+* **Stable**: the same ``(letter, trial_seed, variant)`` always gives byte-identical text, in any
+  process (seeds come from SHA-256, never from ``hash()``).
+* **Letter-like**: the program comes from :func:`worldforge.pcg.glyphs.letter_program`, which
+  decomposes a rasterized glyph into b11/b31/b13 drops, so the level reads as the letter and stands.
+* **Varied across trials**: the seed changes the glyph's thickness/scale/position/block choice, so
+  the per-letter diversity score is not zero.
+* ``variant`` (the ``<variant>`` of ``mock:<variant>``) seeds a different but equally deterministic
+  generator, so several mock "models" can stand in for the competition's three models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from worldforge.core.errors import WorldForgeError
+
+_LETTER_RE = re.compile(r"^[A-Z]$")
+
+_OPENINGS = (
+    "Here is a stable structure that looks like the letter {L}.",
+    "Sure! The following drops build an uppercase {L} from the bottom up.",
+    "Below is a block-stacking plan for the character {L}.",
+    "This sequence of drops forms the letter {L} and keeps every block supported.",
+    "Let's build the character {L}, starting with its base.",
+)
+_NOTES = (
+    "Each block lands on the ground or on a block already placed, so the order matters.",
+    "Wide bars are placed only where the columns below are filled, which keeps the shape standing.",
+    "All positions stay inside the 20 x 16 board.",
+    "The vertical strokes use b13 bars and b11 squares; the horizontal strokes use b31 bars.",
+)
+_CLOSINGS = (
+    "The final structure should read clearly as {L}.",
+    "Let me know if you want a wider or taller version of {L}.",
+    "Every call uses a literal block type and slot, as required.",
+    "",
+)
+
+
+def _rng(*parts: object) -> random.Random:
+    """A ``random.Random`` seeded from SHA-256 of the parts (identical in every process)."""
+    material = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
+
+
+def derive_seed(*parts: object) -> int:
+    """A 31-bit integer seed derived from ``parts`` (used for per-trial seeds)."""
+    material = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(material).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def _program_lines(program: Any) -> list[str]:
+    """Normalise what the glyph generator returns into ``drop_block(...)`` lines."""
+    if isinstance(program, str):
+        lines = [line.strip() for line in program.splitlines() if line.strip()]
+    elif isinstance(program, Sequence):
+        lines = []
+        for call in program:
+            if isinstance(call, str):
+                lines.append(call.strip())
+            elif isinstance(call, Sequence) and len(call) == 2:
+                block, x = call
+                lines.append(f"drop_block('{block}', {int(x)})")
+            else:
+                raise WorldForgeError(f"letter program entry {call!r} is not a drop_block call.")
+    else:
+        raise WorldForgeError(f"letter program of type {type(program).__name__} is not supported.")
+    if not lines:
+        raise WorldForgeError("letter program is empty.")
+    return lines
+
+
+def letter_program_lines(letter: str, trial_seed: int, variant: str = "default") -> list[str]:
+    """The ``drop_block`` calls the mock writes for ``letter`` in this trial."""
+    if not isinstance(letter, str) or not _LETTER_RE.match(letter):
+        raise WorldForgeError(f"target_character must be one uppercase letter A-Z, got {letter!r}.")
+    from worldforge.pcg.glyphs import letter_program
+
+    return _program_lines(letter_program(letter, int(trial_seed), str(variant or "default")))
+
+
+def letter_reply(letter: str, trial_seed: int, variant: str = "default") -> str:
+    """A deterministic Markdown chat reply whose last fenced block builds ``letter``."""
+    lines = letter_program_lines(letter, trial_seed, variant)
+    rng = _rng("mock-letters/prose/v1", variant or "default", letter, int(trial_seed))
+    opening = rng.choice(_OPENINGS).format(L=letter)
+    note = rng.choice(_NOTES)
+    closing = rng.choice(_CLOSINGS).format(L=letter)
+    fence_lang = rng.choice(("python", "python", ""))
+    parts = [opening, "", note, "", f"```{fence_lang}", *lines, "```"]
+    if closing:
+        parts += ["", closing]
+    return "\n".join(parts) + "\n"
+
+
+__all__ = ["derive_seed", "letter_program_lines", "letter_reply"]
