@@ -105,7 +105,7 @@ def _decode_turn(path: Path, data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WorldForgeError(
-            f"{path}: prompt file is not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})."
+            f"{path}: prompt file is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})."
         ) from None
     if "\x00" in text:
         raise WorldForgeError(f"{path}: prompt file contains NUL bytes (binary file?).")
@@ -114,7 +114,9 @@ def _decode_turn(path: Path, data: bytes) -> str:
     return text
 
 
-def program_from_texts(name: str, texts: Sequence[str], *, files: Sequence[str] | None = None) -> PromptProgram:
+def program_from_texts(
+    name: str, texts: Sequence[str], *, files: Sequence[str] | None = None
+) -> PromptProgram:
     """Build a program from in-memory turns (same checks as a folder)."""
     if not _NAME_RE.match(name):
         raise WorldForgeError(f"program name {name!r}: use letters, digits, '.', '_' or '-' (max 64).")
@@ -127,12 +129,16 @@ def program_from_texts(name: str, texts: Sequence[str], *, files: Sequence[str] 
     return _validated(name, tuple(turns), None)
 
 
-def _validated(name: str, turns: tuple[PromptTurn, ...], source: Path | None, builtin: bool = False) -> PromptProgram:
+def _validated(
+    name: str, turns: tuple[PromptTurn, ...], source: Path | None, builtin: bool = False
+) -> PromptProgram:
     where = source if source is not None else Path(name)
     if not turns:
         raise WorldForgeError(f"{where / 'prompts'}: no *.txt prompt files.")
     if len(turns) > MAX_TURNS:
-        raise WorldForgeError(f"{where / 'prompts'}: {len(turns)} prompt files; the limit is {MAX_TURNS} turns.")
+        raise WorldForgeError(
+            f"{where / 'prompts'}: {len(turns)} prompt files; the limit is {MAX_TURNS} turns."
+        )
     total = sum(len(t.text.encode("utf-8")) for t in turns)
     if total > MAX_PROGRAM_BYTES:
         raise WorldForgeError(f"{where}: prompts total {total} bytes; the limit is {MAX_PROGRAM_BYTES}.")
@@ -159,7 +165,9 @@ def load_program(path: str | Path, *, name: str | None = None, builtin: bool = F
     turns = tuple(PromptTurn(p.name, _decode_turn(p, p.read_bytes())) for p in files)
     prog_name = name or root.resolve().name
     if not _NAME_RE.match(prog_name):
-        raise WorldForgeError(f"{root}: program name {prog_name!r} must use letters, digits, '.', '_' or '-'.")
+        raise WorldForgeError(
+            f"{root}: program name {prog_name!r} must use letters, digits, '.', '_' or '-'."
+        )
     return _validated(prog_name, turns, root, builtin)
 
 
@@ -186,7 +194,10 @@ def resolve_programs(specs: Iterable[str] | None) -> list[PromptProgram]:
     programs = (
         [builtin_program(n) for n in BUILTIN_PROGRAMS]
         if not values
-        else [builtin_program(v) if v in BUILTIN_PROGRAMS and not Path(v).is_dir() else load_program(v) for v in values]
+        else [
+            builtin_program(v) if v in BUILTIN_PROGRAMS and not Path(v).is_dir() else load_program(v)
+            for v in values
+        ]
     )
     seen: set[str] = set()
     for prog in programs:
