@@ -58,7 +58,12 @@ def test_default_resolution_is_both_baselines_in_order() -> None:
 def test_turns_sorted_naturally_and_every_placeholder_replaced(tmp_path: Path) -> None:
     root = _write(
         tmp_path / "mine",
-        {"10.txt": "last <OBJECT>", "2.txt": "second", "1.txt": "<OBJECT> and <OBJECT> first", ".hidden.txt": "x"},
+        {
+            "10.txt": "last <OBJECT>",
+            "2.txt": "second",
+            "1.txt": "<OBJECT> and <OBJECT> first",
+            ".hidden.txt": "x",
+        },
     )
     prog = load_program(root)
     assert prog.name == "mine"
@@ -86,7 +91,9 @@ def test_digest_ignores_location(tmp_path: Path) -> None:
         ({f"{i}.txt": "<OBJECT>" for i in range(programs.MAX_TURNS + 1)}, "the limit is 16 turns"),
     ],
 )
-def test_bad_programs_fail_with_the_file_named(tmp_path: Path, files: dict[str, bytes | str], message: str) -> None:
+def test_bad_programs_fail_with_the_file_named(
+    tmp_path: Path, files: dict[str, bytes | str], message: str
+) -> None:
     root = _write(tmp_path / "bad", files)
     with pytest.raises(WorldForgeError) as info:
         load_program(root)
@@ -120,7 +127,10 @@ def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     assert prog.prompts_for("Z") == ["draw Z"]
 
 
-@given(st.text(min_size=1, max_size=200).filter(lambda s: s.strip() and "\x00" not in s), st.sampled_from("ABCXYZ"))
+@given(
+    st.text(min_size=1, max_size=200).filter(lambda s: s.strip() and "\x00" not in s),
+    st.sampled_from("ABCXYZ"),
+)
 def test_substitution_property(text: str, letter: str) -> None:
     template = text + PLACEHOLDER + text
     prog = program_from_texts("prop", [template])

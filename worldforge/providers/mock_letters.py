@@ -80,19 +80,19 @@ def _program_lines(program: Any) -> list[str]:
     return lines
 
 
-def letter_program_lines(letter: str, trial_seed: int, variant: str = "default") -> list[str]:
+def letter_program_lines(letter: str, trial_seed: int, variant: str = "") -> list[str]:
     """The ``drop_block`` calls the mock writes for ``letter`` in this trial."""
     if not isinstance(letter, str) or not _LETTER_RE.match(letter):
         raise WorldForgeError(f"target_character must be one uppercase letter A-Z, got {letter!r}.")
     from worldforge.pcg.glyphs import letter_program
 
-    return _program_lines(letter_program(letter, int(trial_seed), str(variant or "default")))
+    return _program_lines(letter_program(letter, int(trial_seed), str(variant or "")))
 
 
-def letter_reply(letter: str, trial_seed: int, variant: str = "default") -> str:
+def letter_reply(letter: str, trial_seed: int, variant: str = "") -> str:
     """A deterministic Markdown chat reply whose last fenced block builds ``letter``."""
     lines = letter_program_lines(letter, trial_seed, variant)
-    rng = _rng("mock-letters/prose/v1", variant or "default", letter, int(trial_seed))
+    rng = _rng("mock-letters/prose/v1", variant or "", letter, int(trial_seed))
     opening = rng.choice(_OPENINGS).format(L=letter)
     note = rng.choice(_NOTES)
     closing = rng.choice(_CLOSINGS).format(L=letter)

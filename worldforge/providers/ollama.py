@@ -1,0 +1,454 @@
+"""``ollama:<model>``: chat generation through a local Ollama server with the official client.
+
+The competition's 2025 edition generated every level with three open models served by Ollama, so
+this provider is how a user reproduces that setting. It speaks the chat API with multi-turn message
+lists and applies the competition's settings: temperature 1 by default and a seed per trial derived
+from a master seed (see :func:`trial_seed`). Context size and request timeout are options.
+
+Robustness is the point: a long evaluation makes thousands of calls, so connection errors, timeouts
+and HTTP 5xx answers are retried with exponential backoff and, when the retries are spent, surface
+as :class:`~worldforge.core.errors.ProviderError` -- the suite records that as a failed trial and
+moves on. Client errors (4xx, for example an unknown model) are not retried. Each attempt emits a
+:class:`~worldforge.providers.events.ProviderEvent` (``retry`` / ``success`` / ``failure``).
+
+The per-trial limits of the competition (25,000 prompt+completion tokens, a wall-clock budget) are
+enforced by :class:`ChatTrial`, which drives the turns of a prompt program against any provider
+with ``generate`` and reads the token counts this provider returns in its metadata
+(``prompt_eval_count`` / ``eval_count``).
+
+The ``ollama`` and ``httpx`` modules are imported lazily so ``import worldforge`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from worldforge.core.digests import digest_payload
+from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.providers.base import BaseProvider, GenerationResult
+from worldforge.providers.mock_letters import derive_seed
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_MASTER_SEED = 42
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF_S = 1.0
+#: The competition's per-trial token budget (prompt + completion over all turns of one trial).
+TRIAL_TOKEN_LIMIT = 25_000
+#: The 2025 package's per-trial wall-clock budget in seconds.
+TRIAL_TIME_LIMIT_S = 500.0
+
+_SETTING_KEYS = (
+    "host",
+    "temperature",
+    "num_ctx",
+    "request_timeout_s",
+    "retries",
+    "backoff_s",
+    "max_tokens_per_trial",
+    "max_trial_seconds",
+)
+
+
+def trial_seed(master_seed: int, *identity: object) -> int:
+    """The sampling seed of one trial: derived from the master seed and the trial's identity.
+
+    ``identity`` is (program, letter, trial) in the suite. Deriving rather than reusing one seed
+    keeps trials independent samples (the 2024 package sent seed 42 on every call, which made the
+    ten trials of a letter differ only through server nondeterminism) while keeping a rerun of the
+    same trial reproducible.
+    """
+    return derive_seed("trial-seed/v1", int(master_seed), *identity)
+
+
+def resolve_host(explicit: str | None = None) -> str:
+    """Host precedence: explicit option (``--ollama-host``), ``OLLAMA_HOST``, config, default."""
+    if explicit:
+        return explicit
+    env = os.environ.get("OLLAMA_HOST")
+    if env:
+        return env
+    configured = _config_host()
+    return configured or DEFAULT_HOST
+
+
+def _config_host() -> str | None:
+    """``ollama_host`` (or ``ollama: {host: ...}``) from ``.worldforge/config.yaml`` when present."""
+    path = os.path.join(os.getcwd(), ".worldforge", "config.yaml")
+    if not os.path.isfile(path):
+        return None
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except (OSError, ValueError) as exc:
+        raise WorldForgeError(f"{path}: cannot read config ({exc}).") from None
+    if not isinstance(data, dict):
+        return None
+    value = data.get("ollama_host")
+    nested = data.get("ollama")
+    if value is None and isinstance(nested, dict):
+        value = nested.get("host")
+    return str(value) if value else None
+
+
+@dataclass(frozen=True)
+class OllamaSettings:
+    """Everything that shapes a call; validated once so a bad flag fails before the run starts."""
+
+    model: str
+    host: str = DEFAULT_HOST
+    temperature: float = DEFAULT_TEMPERATURE
+    num_ctx: int | None = None
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    retries: int = DEFAULT_RETRIES
+    backoff_s: float = DEFAULT_BACKOFF_S
+    max_tokens_per_trial: int = TRIAL_TOKEN_LIMIT
+    max_trial_seconds: float = TRIAL_TIME_LIMIT_S
+
+    def __post_init__(self) -> None:
+        if not self.model or not self.model.strip():
+            raise WorldForgeError("ollama provider: a model name is required, e.g. 'ollama:qwen2.5'.")
+        if not 0.0 <= float(self.temperature) <= 2.0:
+            raise WorldForgeError(f"ollama.temperature: {self.temperature} is outside [0, 2].")
+        if self.num_ctx is not None and int(self.num_ctx) < 256:
+            raise WorldForgeError(f"ollama.num_ctx: {self.num_ctx} is below 256 tokens.")
+        if float(self.request_timeout_s) <= 0 or float(self.max_trial_seconds) <= 0:
+            raise WorldForgeError("ollama timeouts must be positive seconds.")
+        if int(self.retries) < 0 or float(self.backoff_s) < 0:
+            raise WorldForgeError("ollama.retries and ollama.backoff_s must be >= 0.")
+        if int(self.max_tokens_per_trial) <= 0:
+            raise WorldForgeError("ollama.max_tokens_per_trial must be positive.")
+
+    @classmethod
+    def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaSettings:
+        """Build settings from suite/CLI options (``ollama_host``/``host``, ``ollama_*`` keys)."""
+        opts = dict(options or {})
+        values: dict[str, Any] = {}
+        for key in _SETTING_KEYS:
+            for name in (f"ollama_{key}", key):
+                if opts.get(name) is not None:
+                    values[key] = opts[name]
+                    break
+        values["host"] = resolve_host(values.get("host"))
+        return cls(model=model, **values)
+
+    def identity(self) -> dict[str, Any]:
+        """Parameters that shape replies (host, timeouts and retries excluded: they do not)."""
+        return {"model": self.model, "temperature": float(self.temperature), "num_ctx": self.num_ctx}
+
+
+@dataclass
+class GenerationReply:
+    """What one chat call returned (text plus the counters the trial limits need)."""
+
+    text: str
+    prompt_eval_count: int
+    eval_count: int
+    done_reason: str | None
+    attempts: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    import httpx
+    import ollama
+
+    if isinstance(exc, ollama.ResponseError):
+        return int(getattr(exc, "status_code", 0) or 0) >= 500
+    return isinstance(exc, ConnectionError | httpx.TimeoutException | httpx.TransportError | TimeoutError)
+
+
+def _describe(exc: BaseException) -> str:
+    import ollama
+
+    if isinstance(exc, ollama.ResponseError):
+        return f"HTTP {exc.status_code}: {exc.error}"
+    name = type(exc).__name__
+    text = str(exc) or name
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
+class OllamaProvider(BaseProvider):
+    """The ``generate`` capability backed by an Ollama server (``ollama:<model>``)."""
+
+    _capabilities = ("generate",)
+
+    def __init__(self, settings: OllamaSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        super().__init__()
+        self.settings = settings
+        self.name = f"ollama:{settings.model}"
+        self._sleep = sleep
+        self._client: Any = None
+        self._manifest: dict[str, Any] | None = None
+
+    def configure(self, options: Mapping[str, Any] | None) -> None:
+        """Re-apply run options (``--ollama-host`` and ``ollama_*`` keys) after registry creation.
+
+        The registry builds providers from their name alone; the suite calls this with the run's
+        options so the host and limits chosen on the command line take effect.
+        """
+        settings = OllamaSettings.from_options(self.settings.model, options)
+        if settings != self.settings:
+            self.settings = settings
+            self._client = None
+            self._manifest = None
+
+    @classmethod
+    def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
+        """Factory for the registry: ``ollama:<model>`` → ``from_spec("<model>", options)``."""
+        return cls(OllamaSettings.from_options(model, options))
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import ollama
+
+            self._client = ollama.Client(
+                host=self.settings.host, timeout=float(self.settings.request_timeout_s)
+            )
+        return self._client
+
+    def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
+        self.emit_event(
+            "generate",
+            phase,
+            attempt=attempt,
+            max_attempts=int(self.settings.retries) + 1,
+            duration_ms=(time.monotonic() - started) * 1000.0,
+            input_digest=digest,
+            message=message,
+            metadata=meta,
+        )
+
+    # -- runtime manifest -----------------------------------------------------------------------
+    def runtime_manifest(self) -> dict[str, Any]:
+        """Model digest and parameters from ``/api/tags`` and ``/api/show`` (cached per provider).
+
+        Raises :class:`WorldForgeError` when the model is not on the server (say how to pull it)
+        and :class:`ProviderError` when the server cannot be reached, so a run fails before its
+        first item instead of recording hundreds of identical failures.
+        """
+        if self._manifest is not None:
+            return dict(self._manifest)
+        import ollama
+
+        model = self.settings.model
+        try:
+            listed = self.client.list()
+            show = self.client.show(model)
+        except ollama.ResponseError as exc:
+            if exc.status_code == 404:
+                raise WorldForgeError(
+                    f"ollama model {model!r} is not available on {self.settings.host}; "
+                    f"run `ollama pull {model}`."
+                ) from None
+            raise ProviderError(f"ollama {self.settings.host}: {_describe(exc)}") from None
+        except Exception as exc:
+            if _is_retryable(exc):
+                raise ProviderError(
+                    f"ollama server {self.settings.host} unreachable ({_describe(exc)}); start it with "
+                    "`ollama serve` or pass --ollama-host."
+                ) from None
+            raise
+        digest = None
+        wanted = {model, model if ":" in model else f"{model}:latest"}
+        for entry in getattr(listed, "models", None) or []:
+            if entry.model in wanted or getattr(entry, "name", None) in wanted:
+                digest = entry.digest
+                break
+        details = show.details.model_dump(exclude_none=True) if show.details is not None else {}
+        manifest = {
+            "provider": self.name,
+            "kind": "ollama",
+            "model": model,
+            "model_digest": digest,
+            "details": details,
+            "parameters": show.parameters or "",
+            "template_digest": digest_payload(show.template or ""),
+            "capabilities": list(show.capabilities or []),
+            "settings": self.settings.identity(),
+            "host": self.settings.host,
+            "client": f"ollama-python {_client_version()}",
+        }
+        self._manifest = manifest
+        return dict(manifest)
+
+    # -- generation -----------------------------------------------------------------------------
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, seed: int | None = None, **extra: Any
+    ) -> GenerationReply:
+        """One chat call with retries; returns the assistant text and token counters."""
+        for i, message in enumerate(messages):
+            if message.get("role") not in {"system", "user", "assistant"} or not isinstance(
+                message.get("content"), str
+            ):
+                raise WorldForgeError(f"messages[{i}]: needs role system|user|assistant and string content.")
+        call_options: dict[str, Any] = {"temperature": float(self.settings.temperature)}
+        if seed is not None:
+            call_options["seed"] = int(seed)
+        if self.settings.num_ctx is not None:
+            call_options["num_ctx"] = int(self.settings.num_ctx)
+        call_options.update({k: v for k, v in extra.items() if v is not None})
+        payload = [{"role": m["role"], "content": m["content"]} for m in messages]
+        digest = digest_payload({"model": self.settings.model, "messages": payload, "options": call_options})
+        attempts = int(self.settings.retries) + 1
+        last: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            started = time.monotonic()
+            try:
+                response = self.client.chat(model=self.settings.model, messages=payload, options=call_options)
+            except Exception as exc:
+                last = exc
+                retry = _is_retryable(exc) and attempt < attempts
+                self._emit("retry" if retry else "failure", attempt, started, digest, _describe(exc))
+                if not retry:
+                    break
+                self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
+                continue
+            text = response.message.content or ""
+            reply = GenerationReply(
+                text=text,
+                prompt_eval_count=int(response.prompt_eval_count or 0),
+                eval_count=int(response.eval_count or 0),
+                done_reason=response.done_reason,
+                attempts=attempt,
+                metadata={"model": response.model or self.settings.model},
+            )
+            self._emit(
+                "success",
+                attempt,
+                started,
+                digest,
+                "ok",
+                prompt_eval_count=reply.prompt_eval_count,
+                eval_count=reply.eval_count,
+            )
+            return reply
+        assert last is not None
+        raise ProviderError(
+            f"{self.name}: generate failed after {attempt} attempt(s): {_describe(last)}"
+        ) from None
+
+    def generate(
+        self, messages: list[dict[str, str]], *, options: Mapping[str, Any] | None = None
+    ) -> GenerationResult:
+        """The provider-protocol entry point: returns a ``GenerationResult`` (core contract).
+
+        ``options`` may carry ``trial_seed`` (used as the sampling seed), ``seed`` and per-call
+        Ollama options under ``ollama_options``.
+        """
+        opts = dict(options or {})
+        seed = opts.get("trial_seed", opts.get("seed"))
+        reply = self.chat(
+            messages, seed=None if seed is None else int(seed), **dict(opts.get("ollama_options") or {})
+        )
+        metadata = {
+            "prompt_eval_count": reply.prompt_eval_count,
+            "eval_count": reply.eval_count,
+            "done_reason": reply.done_reason,
+            "attempts": reply.attempts,
+            **reply.metadata,
+        }
+        return GenerationResult(provider=self.name, text=reply.text, metadata=metadata)
+
+
+def _client_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ollama")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return "unknown"
+
+
+class TrialLimitExceeded(ProviderError):
+    """A trial went over its token or wall-clock budget (the competition scores it 0)."""
+
+
+@dataclass
+class TrialTranscript:
+    """The conversation of one trial: every message, the final reply and the token total."""
+
+    messages: list[dict[str, str]]
+    final_reply: str
+    tokens: int
+    calls: int
+
+
+class ChatTrial:
+    """Drive the turns of one prompt program for one trial, enforcing the competition's limits.
+
+    Before each call the elapsed time is checked against ``max_seconds`` (over → the trial fails,
+    as the package's ``TimeoutError``); after each call the cumulative prompt+completion tokens are
+    checked against ``max_tokens`` (over → the trial fails, as the package's ``ValueError``). The
+    reply to the last turn is the trial's output; earlier replies become assistant turns.
+    """
+
+    def __init__(
+        self, *, max_tokens: int = TRIAL_TOKEN_LIMIT, max_seconds: float = TRIAL_TIME_LIMIT_S
+    ) -> None:
+        self.max_tokens = int(max_tokens)
+        self.max_seconds = float(max_seconds)
+
+    def run(
+        self,
+        generate: Callable[[list[dict[str, str]], dict[str, Any]], Any],
+        prompts: Sequence[str],
+        options: Mapping[str, Any],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> TrialTranscript:
+        started = clock()
+        messages: list[dict[str, str]] = []
+        tokens = 0
+        reply = ""
+        for index, prompt in enumerate(prompts):
+            elapsed = clock() - started
+            if elapsed > self.max_seconds:
+                raise TrialLimitExceeded(
+                    f"trial time limit: {elapsed:.1f} s elapsed before turn {index + 1} "
+                    f"(limit {self.max_seconds:g} s)."
+                )
+            messages.append({"role": "user", "content": prompt})
+            result = generate(list(messages), dict(options))
+            text = getattr(result, "text", result)
+            reply = text if isinstance(text, str) else str(text)
+            meta = getattr(result, "metadata", None) or {}
+            tokens += int(meta.get("prompt_eval_count") or 0) + int(meta.get("eval_count") or 0)
+            if tokens > self.max_tokens:
+                raise TrialLimitExceeded(
+                    f"trial token limit: {tokens} prompt+completion tokens after turn {index + 1} "
+                    f"(limit {self.max_tokens})."
+                )
+            messages.append({"role": "assistant", "content": reply})
+        return TrialTranscript(messages=messages, final_reply=reply, tokens=tokens, calls=len(prompts))
+
+
+def create_provider(model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
+    """Registry factory: the suffix of ``ollama:<model>`` (host from ``OLLAMA_HOST``/config until
+    :meth:`OllamaProvider.configure` applies the run's options)."""
+    return OllamaProvider.from_spec(model, options)
+
+
+__all__ = [
+    "DEFAULT_HOST",
+    "TRIAL_TIME_LIMIT_S",
+    "TRIAL_TOKEN_LIMIT",
+    "ChatTrial",
+    "GenerationReply",
+    "OllamaProvider",
+    "OllamaSettings",
+    "TrialLimitExceeded",
+    "TrialTranscript",
+    "create_provider",
+    "resolve_host",
+    "trial_seed",
+]
