@@ -1,0 +1,169 @@
+"""Entities, World snapshots and the WorldForge facade with the mock provider."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from worldforge import Action, BBox, Position, SceneObject, World, WorldForge, WorldForgeError
+from worldforge.core.errors import WorldStateError
+from worldforge.providers.events import InMemoryEventSink
+
+
+def test_position_and_bbox_validation() -> None:
+    assert Position(1, 2, 3).to_dict() == {"x": 1.0, "y": 2.0, "z": 3.0}
+    with pytest.raises(WorldForgeError, match=r"position.x"):
+        Position(math.nan, 0, 0)
+    with pytest.raises(WorldForgeError, match=r"min.y"):
+        BBox(Position(0, 1, 0), Position(1, 0, 1))
+    with pytest.raises(WorldForgeError, match=r"missing coordinate\(s\) z"):
+        Position.from_dict({"x": 1, "y": 2})
+
+
+def test_action_round_trip_and_compact_form() -> None:
+    action = Action.move_to(0.1, 0.2, 0.3, object_id="cube-1")
+    assert Action.from_dict(action.to_dict()) == action
+    assert Action.from_dict({"noop": {}}) == Action.noop()
+    with pytest.raises(WorldForgeError, match="speed"):
+        Action.move_to(0, 0, 0, speed=0)
+    with pytest.raises(WorldForgeError, match="unknown action 'fly'"):
+        Action.from_dict({"type": "fly", "parameters": {}})
+
+
+def test_object_ids_are_deterministic_and_snapshots_identical() -> None:
+    def build() -> World:
+        world = World("Kitchen Table")
+        world.add_object("cube", Position(0, 0.5, 0))
+        world.add_object("mug", Position(0.3, 0.8, 0))
+        return world
+
+    a, b = build(), build()
+    assert [o.id for o in a.objects()] == ["cube-1", "mug-2"]
+    assert a.id == "kitchen-table"
+    assert a.to_dict() == b.to_dict()
+    assert a.state_digest() == b.state_digest()
+    restored = World.from_dict(a.to_dict())
+    assert restored.to_dict() == a.to_dict()
+
+
+def test_world_state_validation_names_field() -> None:
+    state = World("w").to_state()
+    state["schema_version"] = 9
+    with pytest.raises(WorldStateError, match="schema_version"):
+        World.from_dict(state)
+    state = World("w").to_state()
+    state["id"] = "../escape"
+    with pytest.raises(WorldStateError, match="world id"):
+        World.from_dict(state)
+
+
+def test_mock_predict_moves_pose_and_bbox_with_reach_limit() -> None:
+    sink = InMemoryEventSink()
+    forge = WorldForge(event_sinks=[sink])
+    world = forge.create_world("physics")
+    cube = world.add_object("cube", Position(0, 0.5, 0))
+    result = world.predict(Action.move_to(0.35, 0.5, 0.0, object_id=cube.id), steps=2)
+    moved = world.get_object(cube.id)
+    assert moved.position == Position(0.35, 0.5, 0.0)
+    assert moved.bbox.center().distance_to(moved.position) < 1e-12
+    assert (result.physics_score, result.confidence) == (0.75, 0.73)
+    # one step reaches at most 0.25
+    world.predict(Action.move_to(1.35, 0.5, 0.0, object_id=cube.id), steps=1)
+    assert world.get_object(cube.id).position.x == pytest.approx(0.60)
+    assert world.step == 3
+    assert [e.operation for e in sink.events] == ["predict", "predict"]
+    assert all(e.input_digest and e.input_digest.startswith("sha256:") for e in sink.events)
+    assert forge.event_count == 2
+
+
+def test_spawn_uses_counter_ids() -> None:
+    forge = WorldForge()
+    world = forge.create_world("spawn")
+    world.add_object("cube", Position(0, 0.5, 0))
+    world.predict(Action.spawn_object("cube"))
+    assert [o.id for o in world.objects()] == ["cube-1", "cube-2"]
+
+
+def test_unknown_provider_and_capability_errors() -> None:
+    forge = WorldForge()
+    with pytest.raises(WorldForgeError, match="Unknown provider 'nope'"):
+        forge.provider("nope")
+    with pytest.raises(WorldForgeError, match="Unknown provider capability 'flyy'"):
+        forge.provider("mock").supports("flyy")
+
+    class Minimal:
+        name = "minimal"
+        capabilities = frozenset({"predict"})
+
+        def runtime_manifest(self) -> None:
+            return None
+
+    forge.register_provider("minimal", Minimal)
+    with pytest.raises(WorldForgeError, match="does not support the 'generate' capability"):
+        forge.generate("minimal", [{"role": "user", "content": "x"}])
+
+
+def test_parameterized_provider_names_resolve_to_factory_argument() -> None:
+    forge = WorldForge()
+    seen: list[str | None] = []
+
+    def factory(arg: str | None = None) -> object:
+        seen.append(arg)
+        from worldforge.providers.mock import MockProvider
+
+        provider = MockProvider(arg or "")
+        provider.name = f"fam:{arg}" if arg else "fam"
+        return provider
+
+    forge.register_provider("fam", factory)
+    assert forge.provider("fam:big").name == "fam:big"
+    assert forge.provider("fam").name == "fam"
+    assert seen == ["big", None]
+    assert forge.provider("mock:alpha").name == "mock:alpha"
+    with pytest.raises(WorldForgeError, match="already registered"):
+        forge.register_provider("fam", factory)
+
+
+def test_mock_generate_is_deterministic_and_reports_metadata() -> None:
+    forge = WorldForge()
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "draw A"}]
+    first = forge.generate("mock", messages)
+    second = WorldForge().generate("mock", messages)
+    assert first == second
+    assert first.text.endswith("draw A")
+    assert first.metadata["prompt_eval_count"] == 4
+    assert forge.generate("mock:other", messages).text != first.text
+    with pytest.raises(WorldForgeError, match=r"messages\[0\].role"):
+        forge.generate("mock", [{"role": "robot", "content": "x"}])
+
+
+def test_third_party_provider_calls_still_emit_events() -> None:
+    sink = InMemoryEventSink()
+    forge = WorldForge(event_sinks=[sink])
+
+    class Echo:
+        name = "echo"
+        capabilities = frozenset({"generate"})
+
+        def runtime_manifest(self) -> dict[str, str]:
+            return {"model": "echo-1"}
+
+        def generate(self, messages: list[dict[str, str]], *, options: dict) -> object:
+            from worldforge.providers.base import GenerationResult
+
+            return GenerationResult("echo", messages[-1]["content"], {})
+
+    forge.register_provider("echo", Echo())
+    assert forge.generate("echo", [{"role": "user", "content": "hey"}]).text == "hey"
+    assert [(e.provider, e.operation, e.phase) for e in sink.events] == [("echo", "generate", "success")]
+    assert forge.runtime_manifest("echo") == {"model": "echo-1"}
+
+
+def test_world_persistence_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    forge = WorldForge(state_dir=tmp_path / "worlds")
+    world = forge.create_world("saved")
+    world.add_object(SceneObject("cube", Position(0, 0.5, 0), BBox.around(Position(0, 0.5, 0))))
+    forge.save_world(world)
+    assert forge.list_worlds() == ["saved"]
+    assert forge.load_world("saved").to_dict() == world.to_dict()

@@ -1,0 +1,176 @@
+"""Provider registry: built-in factories, user registrations and the ``worldforge.providers``
+entry-point group.
+
+Names may be parameterized as ``name:arg`` (``mock:v2``, ``ollama:qwen2.5``). The registry looks up
+the factory registered for ``name`` and calls ``factory(arg)``; a bare ``name`` calls ``factory()``.
+Built-ins are imported lazily so listing providers never imports a client library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from worldforge.core.errors import WorldForgeError
+
+ProviderFactory = Callable[..., Any]
+ENTRY_POINT_GROUP = "worldforge.providers"
+DISABLE_ENTRY_POINTS_ENV = "WORLDFORGE_DISABLE_ENTRY_POINTS"
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """What ``worldforge providers list`` shows for one registered provider family."""
+
+    name: str
+    source: str  # builtin | registered | entry-point
+    description: str
+    parameterized: str  # "" | "optional" | "required"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "description": self.description,
+            "argument": self.parameterized,
+        }
+
+
+def split_provider_name(full_name: str) -> tuple[str, str | None]:
+    """``"ollama:qwen2.5"`` -> ``("ollama", "qwen2.5")``; ``"mock"`` -> ``("mock", None)``."""
+    if not isinstance(full_name, str) or not full_name.strip():
+        raise WorldForgeError("provider name: must be a non-empty string.")
+    base, sep, arg = full_name.strip().partition(":")
+    if not _NAME_RE.match(base):
+        raise WorldForgeError(f"provider name {full_name!r}: must look like 'name' or 'name:argument'.")
+    if sep and not arg:
+        raise WorldForgeError(f"provider name {full_name!r}: empty argument after ':'.")
+    return base, (arg if sep else None)
+
+
+def _lazy_mock(arg: str | None = None) -> Any:
+    from worldforge.providers.mock import MockProvider
+
+    return MockProvider(arg or "")
+
+
+def _lazy_ollama(arg: str | None = None) -> Any:
+    if not arg:
+        raise WorldForgeError("provider 'ollama' needs a model: use 'ollama:<model>' (e.g. ollama:qwen2.5).")
+    try:
+        module = importlib.import_module("worldforge.providers.ollama")
+    except ModuleNotFoundError as exc:
+        if exc.name == "worldforge.providers.ollama":
+            raise WorldForgeError("provider 'ollama' is not available in this installation.") from None
+        raise
+    factory = getattr(module, "create_provider", None) or getattr(module, "OllamaProvider", None)
+    if factory is None:
+        raise WorldForgeError("worldforge.providers.ollama defines no create_provider/OllamaProvider.")
+    return factory(arg)
+
+
+_BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {
+    "mock": (_lazy_mock, "Deterministic reference provider (predict, score, generate, embed).", "optional"),
+    "ollama": (_lazy_ollama, "Local LLM through an Ollama server (generate); ollama:<model>.", "required"),
+}
+
+
+class ProviderRegistry:
+    """Maps provider family names to factories; thread-safe."""
+
+    def __init__(self, *, discover_entry_points: bool | None = None) -> None:
+        self._lock = threading.Lock()
+        self._factories: dict[str, tuple[ProviderFactory, str, str, str]] = {
+            name: (factory, "builtin", desc, arg) for name, (factory, desc, arg) in _BUILTINS.items()
+        }
+        if discover_entry_points is None:
+            discover_entry_points = not os.environ.get(DISABLE_ENTRY_POINTS_ENV)
+        self._discover = discover_entry_points
+        self._entry_points_loaded = False
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded or not self._discover:
+            return
+        self._entry_points_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in self._factories:
+                continue
+
+            def factory(arg: str | None = None, _ep: Any = ep) -> Any:
+                loaded = _ep.load()
+                return loaded(arg) if arg is not None else loaded()
+
+            self._factories[ep.name] = (factory, "entry-point", f"entry point {ep.value}", "optional")
+
+    def register(
+        self, name: str, factory: ProviderFactory, *, replace: bool = False, description: str = ""
+    ) -> None:
+        base, arg = split_provider_name(name)
+        if arg is not None:
+            raise WorldForgeError(f"register provider {name!r}: register the family name without ':'.")
+        if not callable(factory):
+            raise WorldForgeError(f"register provider {name!r}: factory must be callable.")
+        with self._lock:
+            self._load_entry_points()
+            if base in self._factories and not replace:
+                raise WorldForgeError(
+                    f"provider {base!r} is already registered; pass replace=True to override it."
+                )
+            self._factories[base] = (factory, "registered", description or "registered provider", "optional")
+
+    def is_known(self, full_name: str) -> bool:
+        base, _ = split_provider_name(full_name)
+        with self._lock:
+            self._load_entry_points()
+            return base in self._factories
+
+    def names(self) -> list[str]:
+        with self._lock:
+            self._load_entry_points()
+            return sorted(self._factories)
+
+    def infos(self) -> list[ProviderInfo]:
+        with self._lock:
+            self._load_entry_points()
+            return [
+                ProviderInfo(name, source, desc, arg)
+                for name, (_, source, desc, arg) in sorted(self._factories.items())
+            ]
+
+    def create(self, full_name: str) -> Any:
+        """Instantiate ``full_name``; unknown names raise a :class:`WorldForgeError` listing known ones."""
+        base, arg = split_provider_name(full_name)
+        with self._lock:
+            self._load_entry_points()
+            entry = self._factories.get(base)
+            known = sorted(self._factories)
+        if entry is None:
+            raise WorldForgeError(f"Unknown provider '{full_name}'. Known providers: {', '.join(known)}.")
+        factory = entry[0]
+        provider = factory(arg) if arg is not None else factory()
+        if not hasattr(provider, "capabilities"):
+            raise WorldForgeError(f"provider factory for {base!r} returned an object without 'capabilities'.")
+        if not getattr(provider, "name", None):
+            try:
+                provider.name = full_name
+            except AttributeError:
+                raise WorldForgeError(f"provider {full_name!r} has no 'name'.") from None
+        return provider
+
+
+__all__ = [
+    "DISABLE_ENTRY_POINTS_ENV",
+    "ENTRY_POINT_GROUP",
+    "ProviderFactory",
+    "ProviderInfo",
+    "ProviderRegistry",
+    "split_provider_name",
+]
