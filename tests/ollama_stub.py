@@ -24,6 +24,13 @@ from typing import Any
 MODEL_DIGEST = "a" * 64
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that time out close their socket mid-answer; that is expected, not an error."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
+
+
 def _default_reply(request: dict[str, Any]) -> str:
     messages = request.get("messages") or [{"content": request.get("prompt", "")}]
     return f"echo: {messages[-1].get('content', '')}"
@@ -41,9 +48,9 @@ class OllamaStub:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def host(self) -> str:
