@@ -1,0 +1,308 @@
+"""The sanitizer corpus: every rule has true positives that must not leak and near misses that must
+survive unchanged; property tests embed secrets in random JSON and text."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worldforge.evidence.sanitize import (
+    REDACTED,
+    RULES,
+    is_sensitive_key,
+    metrics_preview,
+    rule_ids,
+    sanitize_text,
+    sanitize_value,
+    sanitize_with_ledger,
+)
+
+CORPUS = json.loads((Path(__file__).parent / "fixtures" / "sanitizer" / "corpus.json").read_text())
+TRUE_POSITIVES = [
+    (rule, case["text"], case["secrets"])
+    for rule, spec in sorted(CORPUS["rules"].items())
+    for case in spec["true_positives"]
+]
+FALSE_POSITIVES = [
+    (rule, text) for rule, spec in sorted(CORPUS["rules"].items()) for text in spec["false_positives"]
+]
+
+
+@pytest.fixture(autouse=True)
+def _neutral_location(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a neutral cwd/home so the dynamic cwd/home rules do not interfere with the corpus."""
+    neutral = tmp_path_factory.getbasetemp() / "neutral-cwd"
+    neutral.mkdir(exist_ok=True)
+    monkeypatch.chdir(neutral)
+    monkeypatch.setenv("HOME", "/nonexistent-home-for-tests")
+
+
+def test_every_static_rule_has_fixtures() -> None:
+    static = {rule.id for rule in RULES}
+    assert static == set(CORPUS["rules"])
+    assert set(rule_ids()) == static | {"env-secret-value", "host-path-cwd"}
+
+
+@pytest.mark.parametrize(("rule", "text", "secrets"), TRUE_POSITIVES)
+def test_true_positive_redacted_and_ledgered(rule: str, text: str, secrets: list[str]) -> None:
+    out, ledger = sanitize_with_ledger(text, "fixture.txt")
+    for secret in secrets:
+        assert secret not in out, f"{rule}: {secret!r} survived in {out!r}"
+    assert rule in {entry.rule for entry in ledger}, f"{rule} did not fire on {text!r}: {ledger}"
+    for entry in ledger:
+        assert entry.file == "fixture.txt" and entry.count >= 1 and entry.line >= 1
+        dumped = json.dumps(entry.to_dict())
+        assert not any(secret in dumped for secret in secrets)
+    assert sanitize_text(out) == out  # idempotent
+
+
+@pytest.mark.parametrize(("rule", "text", "secrets"), TRUE_POSITIVES)
+def test_true_positive_hits_rule_prefilter(rule: str, text: str, secrets: list[str]) -> None:
+    """A prefilter that skips a true positive would silently disarm the rule."""
+    rules = [r for r in RULES if r.id == rule]
+    assert any(r.prefilter(text.lower()) for r in rules)
+
+
+@pytest.mark.parametrize(("rule", "text"), FALSE_POSITIVES)
+def test_false_positive_untouched(rule: str, text: str) -> None:
+    out, ledger = sanitize_with_ledger(text, "fixture.txt")
+    assert out == text, f"{rule} near miss was changed: {out!r}"
+    assert ledger == []
+
+
+@pytest.mark.parametrize("text", CORPUS["never_flagged"])
+def test_digests_run_ids_versions_never_flagged(text: str) -> None:
+    assert sanitize_text(text) == text
+
+
+def test_ledger_counts_and_lines() -> None:
+    text = "ok\napi_key: abc123x\nurl https://h/x?sig=AAA111&token=BBB222\n"
+    out, ledger = sanitize_with_ledger(text, "logs/a.txt")
+    assert out == f"ok\napi_key: {REDACTED}\nurl https://h/x?sig={REDACTED}&token={REDACTED}\n"
+    assert [e.to_dict() for e in ledger] == [
+        {"rule": "sensitive-key", "file": "logs/a.txt", "line": 2, "count": 1},
+        {"rule": "signed-url-param", "file": "logs/a.txt", "line": 3, "count": 2},
+    ]
+
+
+def test_env_secret_values_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "plainwordsecretvalue")
+    monkeypatch.setenv("HARMLESS_SETTING", "plainwordharmless")
+    out, ledger = sanitize_with_ledger("got plainwordsecretvalue and plainwordharmless", "x")
+    assert out == f"got {REDACTED} and plainwordharmless"
+    assert [e.rule for e in ledger] == ["env-secret-value"]
+
+
+def test_cwd_and_home_prefixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "checkout"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", "/srv/people/dana")
+    text = f"{work}/reports/report.json and {work} and /srv/people/dana/.cache/x"
+    out, ledger = sanitize_with_ledger(text, "x")
+    assert out == "reports/report.json and . and <home>/.cache/x"
+    assert {e.rule for e in ledger} == {"host-path-cwd", "host-path-home"}
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("api_key", True),
+        ("apiKey", True),
+        ("X-Api-Key", True),
+        ("OPENAI_API_KEY", True),
+        ("Authorization", True),
+        ("aws_secret_access_key", True),
+        ("private_key", True),
+        ("Set-Cookie", True),
+        ("refresh_token", True),
+        ("credentials", True),
+        ("max_tokens", False),
+        ("token_count", False),
+        ("password_file", False),
+        ("key", False),
+        ("monkey", False),
+        ("tokenizer", False),
+        ("author", False),
+        ("input_digest", False),
+    ],
+)
+def test_is_sensitive_key(key: str, expected: bool) -> None:
+    assert is_sensitive_key(key) is expected
+
+
+def test_sanitize_value_recursive() -> None:
+    value = {
+        "api_key": "abc",
+        "headers": {"Authorization": "Bearer x", "Accept": "json"},
+        "credentials": {"user": "u", "pass": "p"},
+        "token_budget": 5,
+        "signature": "sha256:" + "a" * 64,
+        "paths": ["/home/erin/a.txt", 3, None, True],
+        "/Users/frank/k": "v",
+    }
+    assert sanitize_value(value) == {
+        "api_key": REDACTED,
+        "headers": {"Authorization": REDACTED, "Accept": "json"},
+        "credentials": REDACTED,
+        "token_budget": 5,
+        "signature": "sha256:" + "a" * 64,
+        "paths": ["<home>/a.txt", 3, None, True],
+        "<home>/k": "v",
+    }
+    assert sanitize_value("secretvalue", key="password") == REDACTED
+
+
+def test_metrics_preview_reference_example() -> None:
+    preview = metrics_preview(
+        {
+            "local_path": "/Users/example/worldforge/cache/world.json",
+            "tensor_values": [[1, 2], [3, 4]],
+            "resolution": [640, 360],
+            "api_key": "sk-should-not-appear",
+            "artifact_url": "https://cdn.example.com/a.mp4?X-Amz-Signature=abc123&X-Amz-Credential=k",
+            "object_count": 0,
+            "ratio": float("nan"),
+        }
+    )
+    assert preview == {
+        "api_key": REDACTED,
+        "artifact_url": f"https://cdn.example.com/a.mp4?X-Amz-Signature={REDACTED}&X-Amz-Credential={REDACTED}",
+        "local_path": "<home>/worldforge/cache/world.json",
+        "object_count": 0,
+        "ratio": {"type": "float", "preview": "nan"},
+        "resolution": [640, 360],
+        "tensor_values": {
+            "type": "array",
+            "item_count": 2,
+            "nested": True,
+            "shape": [2, 2],
+            "min": 1.0,
+            "max": 4.0,
+            "mean": 2.5,
+        },
+    }
+
+
+def test_metrics_preview_caps() -> None:
+    metrics = {f"k{i:02d}": i for i in range(20)}
+    metrics["a_long"] = "x" * 1000
+    metrics["big"] = list(range(100))
+    preview = metrics_preview(metrics)
+    assert preview["_omitted_key_count"] == 10
+    assert len(preview) == 13
+    assert preview["big"] == {
+        "type": "array",
+        "item_count": 100,
+        "nested": False,
+        "shape": [100],
+        "min": 0.0,
+        "max": 99.0,
+        "mean": 49.5,
+    }
+    assert len(preview["a_long"]) == 240 and preview["a_long"].endswith("…")
+
+    class Tensorish:
+        shape = (2, 3)
+        dtype = "float32"
+
+    assert metrics_preview({"t": Tensorish(), "o": object()}) == {
+        "o": {"type": "object", "preview": "non-json value omitted"},
+        "t": {"type": "array", "shape": [2, 3], "dtype": "float32"},
+    }
+
+
+# ------------------------------------------------------------------ property tests
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def _tok(alphabet: str, n: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=n, max_size=n).filter(
+        lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+    )
+
+
+SECRETS = st.one_of(
+    _tok(_ALNUM, 36).map(lambda s: "ghp_" + s),
+    _tok(_ALNUM, 24).map(lambda s: "glpat-" + s),
+    _tok(_ALNUM, 34).map(lambda s: "hf_" + s),
+    _tok(_ALNUM, 32).map(lambda s: "sk-proj-" + s),
+    _tok(_ALNUM, 40).map(lambda s: "sk-ant-api03-" + s),
+    _tok(_ALNUM, 24).map(lambda s: "sk_live_" + s),
+    _tok(_UPPER, 16).map(lambda s: "AKIA" + s),
+    _tok(_ALNUM, 35).map(lambda s: "AIza" + s),
+    _tok(_ALNUM, 20).map(lambda s: "xoxb-12345-" + s),
+)
+WRAPS = st.sampled_from(
+    [
+        "{s}",
+        "Authorization: Bearer {s}",
+        "https://user:{s}@example.com/x",
+        "https://example.com/a?X-Amz-Signature={s}&b=1",
+        "https://example.com/a?sig={s}",
+        "password={s}",
+        "api_key: {s}",
+        '{{"token": "{s}"}}',
+    ]
+)
+FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(2**53) + 1, 2**53 - 1), FILLER)
+JSON_DOCS = st.recursive(
+    JSON_LEAVES,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(FILLER, children, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(doc=JSON_DOCS, secret=SECRETS, wrap=WRAPS, before=FILLER, after=FILLER, key=FILLER)
+def test_property_secret_never_survives_json(
+    doc: object, secret: str, wrap: str, before: str, after: str, key: str
+) -> None:
+    embedded = f"{before} {wrap.format(s=secret)} {after}"
+    container = {"payload": doc, key or "k": embedded, "list": [embedded, doc]}
+    sanitized = sanitize_value(container)
+    assert secret not in json.dumps(sanitized, ensure_ascii=False)
+    text = sanitize_text(json.dumps(container, ensure_ascii=False))
+    assert secret not in text
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(max_size=200))
+def test_property_idempotent(text: str) -> None:
+    once = sanitize_text(text)
+    assert sanitize_text(once) == once
+
+
+@settings(max_examples=100, deadline=None)
+@given(doc=JSON_DOCS)
+def test_property_sanitize_value_stays_json_native(doc: object) -> None:
+    from worldforge.core.canonical import canonical_json
+
+    canonical_json(sanitize_value(doc))
+    canonical_json(metrics_preview({"m": doc}))
+
+
+def test_module_has_no_heavy_imports() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, worldforge.evidence.sanitize; "
+        "print(sorted(m for m in ('torch','Box2D','transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert out.stdout.strip() == "[]"
