@@ -254,14 +254,15 @@ def plan_blocks(
     p13 = rng.uniform(0.0, 0.9) if b13_probability is None else b13_probability
     occupied = [[0] * GRID_WIDTH for _ in range(GRID_HEIGHT)]
     top = [-1] * GRID_WIDTH  # highest occupied row per column so far
-    # One-row lookahead: an empty cell under a glyph cell and beside a glyph cell of its own row is
-    # cheap for a b31 to cover, because it then supports the overhang above without a pillar.
+    # One-row lookahead: an empty cell under a glyph cell at the edge of a run of its own row is
+    # cheap for a b31 to cover, because it then supports the overhang above without a pillar (a gap
+    # with glyph cells on both sides is left open: a b31 can bridge it on both ends).
     wanted = [
         [
             y + 1 < GRID_HEIGHT
             and not target[y][c]
             and bool(target[y + 1][c])
-            and any(target[y][n] for n in (c - 1, c + 1) if 0 <= n < GRID_WIDTH)
+            and sum(target[y][n] for n in (c - 1, c + 1) if 0 <= n < GRID_WIDTH) == 1
             for c in range(GRID_WIDTH)
         ]
         for y in range(GRID_HEIGHT)
@@ -416,12 +417,8 @@ def letter_variant(letter: str, seed: int, variant: str = "") -> dict[str, Any]:
     }
 
 
-def letter_program(letter: str, seed: int, variant: str = "") -> str:
-    """Deterministic letter-like ``drop_block`` program for ``(letter, seed, variant)``.
-
-    Different seeds vary font, scale, stroke thickness, width, horizontal position and block
-    choice. ``variant`` salts the choice; a font key (see :func:`available_fonts`) forces that font.
-    """
+def letter_target(letter: str, seed: int, variant: str = "") -> Grid:
+    """The glyph grid :func:`letter_program` builds for ``(letter, seed, variant)`` (before supports)."""
     letter = letter.upper()
     choice = letter_variant(letter, seed, variant)
     grid = letter_grid(
@@ -432,12 +429,26 @@ def letter_program(letter: str, seed: int, variant: str = "") -> str:
         width_factor=choice["width_factor"],
         x_offset=0,
     )
-    width = max(c for row in grid for c, v in enumerate(row) if v) + 1
+    used = [c for row in grid for c, v in enumerate(row) if v]
+    left, width = min(used), max(used) - min(used) + 1
     offset = int(choice["offset_fraction"] * (GRID_WIDTH - width + 1))
-    shifted = tuple(tuple([0] * offset + list(row[: GRID_WIDTH - offset])) for row in grid)
+    return tuple(tuple(([0] * offset + list(row[left:]) + [0] * left)[:GRID_WIDTH]) for row in grid)
+
+
+def letter_program(letter: str, seed: int, variant: str = "") -> str:
+    """Deterministic letter-like ``drop_block`` program for ``(letter, seed, variant)``.
+
+    Different seeds vary font, scale, stroke thickness, width, horizontal position and block
+    choice. ``variant`` salts the choice; a font key (see :func:`available_fonts`) forces that font.
+    The simulated drop of the program contains every cell of :func:`letter_target`.
+    """
+    choice = letter_variant(letter.upper(), seed, variant)
     rng = random.Random(choice["plan_seed"])
     return grid_to_program(
-        shifted, rng=rng, b31_preference=choice["b31_preference"], b13_probability=choice["b13_probability"]
+        letter_target(letter, seed, variant),
+        rng=rng,
+        b31_preference=choice["b31_preference"],
+        b13_probability=choice["b13_probability"],
     )
 
 
@@ -458,6 +469,7 @@ __all__ = [
     "grid_to_text",
     "letter_grid",
     "letter_program",
+    "letter_target",
     "letter_variant",
     "plan_blocks",
     "simulate_drops",
