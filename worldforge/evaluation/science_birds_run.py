@@ -1,0 +1,547 @@
+"""Running the Science Birds items: configuration, generation, level stages, classification, records.
+
+The unit of work is an *item* = (model, program, letter, trial). Items are processed in fixed-size
+chunks: generate the replies (chat turns through the forge, so provider events reach the run's
+event log), run the CPU-bound level stages in a process pool, classify the images in one batch,
+then record one JSON item per unit in the run workspace. A killed run therefore loses at most one
+chunk, and ``worldforge runs resume`` skips every recorded item whose input digest still matches.
+
+Everything that enters a record is JSON-native and free of timings, and the scores are always
+recomputed *from the records* (never from in-memory floats), so a resumed run and an uninterrupted
+run produce byte-identical results.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_bytes, digest_payload, digest_text
+from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.evaluation.science_birds_stages import (
+    LevelJob,
+    StageCache,
+    reply_preview,
+    run_level_stages,
+    screen_reply,
+    stage_versions,
+    thumbnail_data_uri,
+)
+from worldforge.pcg.programs import PromptProgram, resolve_programs
+from worldforge.providers.ollama import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT, ChatTrial, trial_seed
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+DEFAULT_TRIALS = 10
+DEFAULT_SEED = 42
+CHUNK_SIZE = 64
+#: Softmax/embedding values are rounded to this many decimals before they are recorded, so batch
+#: composition (which can change the last float bits of CPU inference) never changes a result.
+VECTOR_DECIMALS = 7
+
+
+def parse_characters(spec: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``"A-Z"``, ``"ABC"``, ``"A,C,X-Z"`` or a list → sorted unique uppercase letters."""
+    if spec is None or spec == "":
+        return tuple(LETTERS)
+    parts: list[str] = []
+    if isinstance(spec, str):
+        parts = [p for p in re.split(r"[,\s]+", spec.strip()) if p]
+    else:
+        parts = [str(p) for p in spec]
+    letters: set[str] = set()
+    for part in parts:
+        part = part.upper() if len(part) in (1, 3) and part.isascii() else part
+        if re.fullmatch(r"[A-Z]-[A-Z]", part):
+            lo, hi = part[0], part[2]
+            if lo > hi:
+                raise WorldForgeError(f"--characters: range {part!r} is reversed.")
+            letters.update(chr(c) for c in range(ord(lo), ord(hi) + 1))
+        elif re.fullmatch(r"[A-Z]+", part):
+            letters.update(part)
+        else:
+            raise WorldForgeError(
+                f"--characters: {part!r} is not a letter, a list of letters or a range like A-Z."
+            )
+    return tuple(sorted(letters))
+
+
+def _int_option(options: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = options.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise WorldForgeError(f"--{key.replace('_', '-')}: expected an integer, got {value!r}.")
+    try:
+        number = int(value)
+    except ValueError:
+        raise WorldForgeError(f"--{key.replace('_', '-')}: expected an integer, got {value!r}.") from None
+    if not low <= number <= high:
+        raise WorldForgeError(f"--{key.replace('_', '-')}: {number} is outside {low}..{high}.")
+    return number
+
+
+@dataclass(frozen=True)
+class SuiteConfig:
+    """The suite's options after validation (bad values fail before any model is called)."""
+
+    programs: tuple[PromptProgram, ...]
+    letters: tuple[str, ...]
+    trials: int
+    classifier: str | None
+    workers: int
+    diversity_vector: str
+    master_seed: int
+    exact: bool
+    progress: bool
+    cache_dir: Path | None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None) -> SuiteConfig:
+        opts = dict(options or {})
+        programs = opts.get("programs", opts.get("program"))
+        if isinstance(programs, str):
+            programs = [programs]
+        vector = str(opts.get("diversity_vector") or "softmax")
+        if vector not in {"softmax", "embedding"}:
+            raise WorldForgeError(f"--diversity-vector: {vector!r} must be 'softmax' or 'embedding'.")
+        workers_default = max(1, min(os.cpu_count() or 1, 8))
+        cache = opts.get("cache_dir")
+        return cls(
+            programs=tuple(resolve_programs(programs)),
+            letters=parse_characters(opts.get("characters")),
+            trials=_int_option(opts, "trials", DEFAULT_TRIALS, 1, 1000),
+            classifier=str(opts["classifier"]) if opts.get("classifier") else None,
+            workers=_int_option(opts, "workers", workers_default, 1, 256),
+            diversity_vector=vector,
+            master_seed=_int_option(opts, "seed", DEFAULT_SEED, 0, 2**63 - 1),
+            exact=bool(opts.get("exact", False)),
+            progress=bool(opts.get("progress", True)),
+            cache_dir=Path(cache) if cache else None,
+            options=opts,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """What enters the run's input digest (paths, workers and progress do not change results)."""
+        return {
+            "programs": [{"name": p.name, "digest": p.digest} for p in self.programs],
+            "letters": "".join(self.letters),
+            "trials": self.trials,
+            "classifier": self.classifier,
+            "diversity_vector": self.diversity_vector,
+            "seed": self.master_seed,
+            "exact": self.exact,
+        }
+
+
+@dataclass(frozen=True)
+class ItemKey:
+    model: str
+    program: str
+    letter: str
+    trial: int
+
+    @property
+    def item_id(self) -> str:
+        """Filesystem-safe, sortable id (``ollama:qwen2.5`` → ``ollama-qwen2.5``)."""
+        model = re.sub(r"[^A-Za-z0-9._-]+", "-", self.model)
+        return f"{model}__{self.program}__{self.letter}__{self.trial:03d}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "program": self.program, "letter": self.letter, "trial": self.trial}
+
+
+def enumerate_items(models: Sequence[str], config: SuiteConfig) -> list[ItemKey]:
+    """All items in a fixed order: model, program, letter, trial (1-based, as the official files)."""
+    return [
+        ItemKey(m, p.name, letter, t)
+        for m in models
+        for p in config.programs
+        for letter in config.letters
+        for t in range(1, config.trials + 1)
+    ]
+
+
+class Classifier:
+    """Adapter over :func:`worldforge.pcg.classifier.load_classifier` (loaded once, lazily)."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.spec = spec
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            from worldforge.pcg.classifier import load_classifier
+
+            self._model = load_classifier(self.spec)
+        return self._model
+
+    def identity(self) -> dict[str, Any]:
+        model = self._load()
+        ident = getattr(model, "identity", None)
+        value = ident() if callable(ident) else ident
+        if isinstance(value, Mapping):
+            return dict(value)
+        return {"id": str(value or self.spec or "bundled")}
+
+    def classify(self, pngs: Sequence[bytes]) -> list[tuple[list[float], list[float]]]:
+        """Softmax over A–Z and the embedding for each image, rounded (see VECTOR_DECIMALS)."""
+        if not pngs:
+            return []
+        import io
+
+        from PIL import Image
+
+        model = self._load()
+        images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
+        result = model.classify(images)
+        out: list[tuple[list[float], list[float]]] = []
+        softmax = _rows(getattr(result, "softmax", None) if not isinstance(result, tuple) else result[0])
+        embeds = _rows(getattr(result, "embeddings", None) if not isinstance(result, tuple) else result[1])
+        for i in range(len(pngs)):
+            sm = [round(float(v), VECTOR_DECIMALS) for v in softmax[i]]
+            em = [round(float(v), VECTOR_DECIMALS) for v in embeds[i]] if embeds else []
+            out.append((sm, em))
+        return out
+
+
+def _rows(value: Any) -> list[list[float]]:
+    if value is None:
+        return []
+    tolist = getattr(value, "tolist", None)
+    data = tolist() if callable(tolist) else value
+    return [list(map(float, row)) for row in data]
+
+
+@dataclass
+class RunState:
+    """Counters for the progress bar and the timing breakdown (never digested)."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    reused: int = 0
+    processed: int = 0
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+
+
+_WORKER_CACHES: dict[str, StageCache] = {}
+
+
+def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
+    key = cache_root or ""
+    cache = _WORKER_CACHES.get(key)
+    if cache is None:
+        cache = _WORKER_CACHES[key] = StageCache(Path(cache_root) if cache_root else None)
+    return run_level_stages(job, cache)
+
+
+def item_input_digest(
+    key: ItemKey, program: PromptProgram, seed: int, model_identity: Any, context: Any
+) -> str:
+    """What must match for a recorded item to be reused on resume."""
+    return digest_payload(
+        {
+            "item": key.to_dict(),
+            "program": program.digest,
+            "trial_seed": seed,
+            "model": model_identity,
+            "context": context,
+        }
+    )
+
+
+class ItemRunner:
+    """Processes items chunk by chunk and records them; returns every record (reused or new)."""
+
+    def __init__(
+        self,
+        config: SuiteConfig,
+        forge: Any,
+        models: Sequence[str],
+        *,
+        run: Any = None,
+        classifier: Classifier,
+        model_identities: Mapping[str, Any],
+        cache: StageCache,
+        state: RunState,
+    ) -> None:
+        self.config = config
+        self.forge = forge
+        self.models = list(models)
+        self.run = run
+        self.classifier = classifier
+        self.model_identities = dict(model_identities)
+        self.cache = cache
+        self.state = state
+        self.programs = {p.name: p for p in config.programs}
+        self.versions = stage_versions()
+
+    def context(self) -> dict[str, Any]:
+        return {"classifier": self.classifier.identity(), "stages": self.versions}
+
+    def run_all(self, progress: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
+        keys = enumerate_items(self.models, self.config)
+        context = self.context()
+        done: Mapping[str, Any] = {}
+        if self.run is not None:
+            completed = getattr(self.run, "completed_items", None)
+            done = completed() if callable(completed) else {}
+        records: dict[str, dict[str, Any]] = {}
+        pending: list[tuple[ItemKey, int, str]] = []
+        for key in keys:
+            program = self.programs[key.program]
+            seed = trial_seed(self.config.master_seed, key.program, key.letter, key.trial)
+            digest = item_input_digest(key, program, seed, self.model_identities.get(key.model), context)
+            prior = done.get(key.item_id)
+            prior_record = _unwrap_record(prior)
+            if prior_record is not None and prior_record.get("input_digest") == digest:
+                records[key.item_id] = prior_record
+                self.state.reused += 1
+                if progress:
+                    progress(1)
+                continue
+            pending.append((key, seed, digest))
+        executor: Executor | None = None
+        try:
+            if self.config.workers > 1 and len(pending) > 1:
+                import multiprocessing
+
+                executor = ProcessPoolExecutor(
+                    max_workers=min(self.config.workers, len(pending)),
+                    mp_context=multiprocessing.get_context(
+                        "forkserver" if sys.platform != "win32" else "spawn"
+                    ),
+                )
+            for start in range(0, len(pending), CHUNK_SIZE):
+                chunk = pending[start : start + CHUNK_SIZE]
+                for record in self._process_chunk(chunk, executor):
+                    records[record["item_id"]] = record
+                    if progress:
+                        progress(1)
+        finally:
+            if executor is not None:
+                executor.shutdown(cancel_futures=True)
+        return {k.item_id: records[k.item_id] for k in keys}
+
+    # -- one chunk --------------------------------------------------------------------------------
+    def _process_chunk(
+        self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None
+    ) -> list[dict[str, Any]]:
+        t0 = time.perf_counter()
+        generated = [self._generate(key, seed) for key, seed, _ in chunk]
+        self.state.add("generate", time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        jobs: list[LevelJob | None] = []
+        for (key, _, _), gen in zip(chunk, generated, strict=True):
+            ok = gen.get("error") is None
+            jobs.append(LevelJob(key.item_id, gen["reply"], tuple(self.versions.items())) if ok else None)
+        real_jobs = [j for j in jobs if j is not None]
+        root = str(self.cache.root) if self.cache.root is not None else None
+        if executor is not None and len(real_jobs) > 1:
+            outcomes = list(executor.map(_worker_stages, real_jobs, [root] * len(real_jobs)))
+        else:
+            outcomes = [run_level_stages(j, self.cache) for j in real_jobs]
+        by_id = {o["item_id"]: o for o in outcomes}
+        self.state.add("level_stages", time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        pngs: dict[str, bytes] = {
+            iid: base64.b64decode(o["png_b64"]) for iid, o in by_id.items() if o.get("png_b64")
+        }
+        vectors = self._classify(pngs)
+        self.state.add("classify", time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        records = []
+        for (key, seed, digest), gen in zip(chunk, generated, strict=True):
+            record = self._record(
+                key, seed, digest, gen, by_id.get(key.item_id), pngs.get(key.item_id), vectors
+            )
+            if self.run is not None:
+                png = pngs.get(key.item_id)
+                if png is not None:
+                    self.run.write_artifact(record["image"]["path"], png, media_type="image/png")
+                self.run.record_item(key.item_id, digest, record)
+            records.append(record)
+            self.state.processed += 1
+        self.state.add("record", time.perf_counter() - t0)
+        return records
+
+    def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
+        program = self.programs[key.program]
+        prompts = program.prompts_for(key.letter)
+        options = {"target_character": key.letter, "trial_seed": seed}
+        gen_input = digest_payload(
+            {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
+        )
+        cache_key = StageCache.key("generate", "chat-trial/v1", gen_input)
+        cached = self.cache.get_json("generate", cache_key)
+        base = {"prompt_digests": [digest_text(p) for p in prompts], "generate_input": gen_input}
+        if cached is not None:
+            return {**base, **cached}
+        limits = self.config.options
+        trial = ChatTrial(
+            max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
+            max_seconds=float(limits.get("max_trial_seconds") or TRIAL_TIME_LIMIT_S),
+        )
+        try:
+            transcript = trial.run(
+                lambda msgs, opts: self.forge.generate(key.model, msgs, opts), prompts, options
+            )
+        except (ProviderError, WorldForgeError) as exc:
+            return {**base, "reply": None, "error": f"generate: {exc}", "tokens": None}
+        reply = transcript.final_reply
+        reason = screen_reply(reply)
+        if reason is not None:
+            preview = reply_preview(reply)
+            digest = digest_bytes(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else None
+            return {
+                **base,
+                "reply": None,
+                "reply_preview": preview,
+                "reply_digest": digest,
+                "error": reason,
+                "tokens": transcript.tokens,
+            }
+        value = {"reply": reply, "error": None, "tokens": transcript.tokens, "calls": transcript.calls}
+        self.cache.put_json("generate", cache_key, value)
+        return {**base, **value}
+
+    def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
+        result: dict[str, tuple[list[float], list[float]]] = {}
+        missing: list[tuple[str, str]] = []
+        ident = digest_payload(self.classifier.identity())
+        for iid, png in pngs.items():
+            key = StageCache.key("classify", ident, digest_bytes(png))
+            cached = self.cache.get_json("classify", key)
+            if cached is not None:
+                result[iid] = (cached["softmax"], cached["embedding"])
+            else:
+                missing.append((iid, key))
+        if missing:
+            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing])
+            for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
+                result[iid] = (softmax, embedding)
+                self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
+        return result
+
+    def _record(
+        self,
+        key: ItemKey,
+        seed: int,
+        digest: str,
+        gen: Mapping[str, Any],
+        level: Mapping[str, Any] | None,
+        png: bytes | None,
+        vectors: Mapping[str, tuple[list[float], list[float]]],
+    ) -> dict[str, Any]:
+        reply = gen.get("reply")
+        stages: dict[str, Any] = {}
+        record: dict[str, Any] = {
+            "item_id": key.item_id,
+            "input_digest": digest,
+            **key.to_dict(),
+            "trial_seed": seed,
+            "prompt_digests": list(gen["prompt_digests"]),
+            "tokens": gen.get("tokens"),
+            "reply": reply,
+            "status": "failed",
+            "failed_stage": None,
+            "error": None,
+            "stages": stages,
+            "sta": 0.0,
+            "sim": 0.0,
+        }
+        if reply is None:
+            record.update(failed_stage="generate", error=gen.get("error"))
+            if gen.get("reply_preview") is not None:
+                record["reply_preview"] = gen["reply_preview"]
+                record["reply_digest"] = gen.get("reply_digest")
+            stages["generate"] = {
+                "digest": digest_payload({"error": gen.get("error")}),
+                "version": "chat-trial/v1",
+            }
+            return record
+        stages["generate"] = {"digest": digest_text(reply), "version": "chat-trial/v1"}
+        assert level is not None
+        stages.update(level["stages"])
+        record["program_text"] = level.get("program")
+        record["extraction"] = level.get("extraction")
+        if level.get("xml") is not None:
+            record["xml"] = level["xml"]
+        if level.get("stability") is not None:
+            record["stability"] = level["stability"]
+        if level.get("failed_stage"):
+            record.update(failed_stage=level["failed_stage"], error=level.get("error"))
+            return record
+        assert png is not None
+        softmax, embedding = vectors[key.item_id]
+        record["image"] = {"path": f"images/{key.item_id}.png", "digest": digest_bytes(png)}
+        record["thumbnail"] = thumbnail_data_uri(png)
+        record["softmax"] = softmax
+        if self.config.diversity_vector == "embedding":
+            record["embedding"] = embedding
+        stages["classify"] = {
+            "digest": digest_payload({"softmax": softmax, "embedding": embedding}),
+            "version": digest_payload(self.classifier.identity()),
+        }
+        record["sta"] = float(level["stability"]["stability"])
+        record["sim"] = float(softmax[LETTERS.index(key.letter)])
+        record.update(status="ok", failed_stage=None, error=None)
+        return record
+
+
+def _unwrap_record(prior: Any) -> dict[str, Any] | None:
+    """``completed_items()`` values may be the record itself or a wrapper holding it."""
+    if not isinstance(prior, Mapping):
+        return None
+    if "item_id" in prior and "stages" in prior:
+        return dict(prior)
+    inner = prior.get("record")
+    return dict(inner) if isinstance(inner, Mapping) else None
+
+
+def iter_progress_columns() -> Iterable[Any]:
+    """Rich progress columns: bar, count, items/s and ETA."""
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeRemainingColumn
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Any:
+            from rich.text import Text
+
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:.1f} items/s" if speed else "- items/s")
+
+    return (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+
+
+__all__ = [
+    "CHUNK_SIZE",
+    "LETTERS",
+    "Classifier",
+    "ItemKey",
+    "ItemRunner",
+    "RunState",
+    "SuiteConfig",
+    "enumerate_items",
+    "item_input_digest",
+    "iter_progress_columns",
+    "parse_characters",
+]
