@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -244,6 +243,21 @@ def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
     return run_level_stages(job, cache)
 
 
+def _noop(_: int) -> int:
+    return 0
+
+
+def _start_pool(workers: int) -> Executor:
+    """A process pool whose workers are all started now (``fork`` where available: no re-import
+    of ``__main__``, so scripts without a main guard work)."""
+    import multiprocessing
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    list(pool.map(_noop, range(workers)))
+    return pool
+
+
 def item_input_digest(
     key: ItemKey, program: PromptProgram, seed: int, model_identity: Any, context: Any
 ) -> str:
@@ -290,6 +304,19 @@ class ItemRunner:
 
     def run_all(self, progress: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
         keys = enumerate_items(self.models, self.config)
+        executor: Executor | None = None
+        try:
+            if self.config.workers > 1:
+                # Fork the workers before the classifier (torch) is loaded in this process.
+                executor = _start_pool(self.config.workers)
+            return self._run_keys(keys, executor, progress)
+        finally:
+            if executor is not None:
+                executor.shutdown(cancel_futures=True)
+
+    def _run_keys(
+        self, keys: list[ItemKey], executor: Executor | None, progress: Callable[[int], None] | None
+    ) -> dict[str, dict[str, Any]]:
         context = self.context()
         done: Mapping[str, Any] = {}
         if self.run is not None:
@@ -301,8 +328,7 @@ class ItemRunner:
             program = self.programs[key.program]
             seed = trial_seed(self.config.master_seed, key.program, key.letter, key.trial)
             digest = item_input_digest(key, program, seed, self.model_identities.get(key.model), context)
-            prior = done.get(key.item_id)
-            prior_record = _unwrap_record(prior)
+            prior_record = _unwrap_record(done.get(key.item_id))
             if prior_record is not None and prior_record.get("input_digest") == digest:
                 records[key.item_id] = prior_record
                 self.state.reused += 1
@@ -310,26 +336,12 @@ class ItemRunner:
                     progress(1)
                 continue
             pending.append((key, seed, digest))
-        executor: Executor | None = None
-        try:
-            if self.config.workers > 1 and len(pending) > 1:
-                import multiprocessing
-
-                executor = ProcessPoolExecutor(
-                    max_workers=min(self.config.workers, len(pending)),
-                    mp_context=multiprocessing.get_context(
-                        "forkserver" if sys.platform != "win32" else "spawn"
-                    ),
-                )
-            for start in range(0, len(pending), CHUNK_SIZE):
-                chunk = pending[start : start + CHUNK_SIZE]
-                for record in self._process_chunk(chunk, executor):
-                    records[record["item_id"]] = record
-                    if progress:
-                        progress(1)
-        finally:
-            if executor is not None:
-                executor.shutdown(cancel_futures=True)
+        for start in range(0, len(pending), CHUNK_SIZE):
+            chunk = pending[start : start + CHUNK_SIZE]
+            for record in self._process_chunk(chunk, executor):
+                records[record["item_id"]] = record
+                if progress:
+                    progress(1)
         return {k.item_id: records[k.item_id] for k in keys}
 
     # -- one chunk --------------------------------------------------------------------------------
@@ -348,7 +360,8 @@ class ItemRunner:
         real_jobs = [j for j in jobs if j is not None]
         root = str(self.cache.root) if self.cache.root is not None else None
         if executor is not None and len(real_jobs) > 1:
-            outcomes = list(executor.map(_worker_stages, real_jobs, [root] * len(real_jobs)))
+            size = max(1, len(real_jobs) // (self.config.workers * 4))
+            outcomes = list(executor.map(_worker_stages, real_jobs, [root] * len(real_jobs), chunksize=size))
         else:
             outcomes = [run_level_stages(j, self.cache) for j in real_jobs]
         by_id = {o["item_id"]: o for o in outcomes}

@@ -31,6 +31,7 @@ class ModelScores:
     char_scores: dict[str, dict[str, float]]  # program -> letter -> char score
     prompt: dict[str, float]  # program -> prompt score
     trial_scores: dict[str, dict[str, list[float]]]  # program -> letter -> per-trial weighted score
+    official: Any = None  # the scoring module's CompetitionScores (official CSV/JSON outputs)
 
 
 @dataclass
@@ -52,62 +53,68 @@ def _vector(record: Mapping[str, Any], kind: str) -> list[float] | None:
 def score_model(
     model: str,
     records: Sequence[Mapping[str, Any]],
-    programs: Sequence[str],
+    programs: Sequence[PromptProgram],
     letters: Sequence[str],
     trials: int,
     vector_kind: str = "softmax",
+    exact: bool = False,
 ) -> ModelScores:
-    """The seed's scoring policy for one model's records."""
+    """The seed's scoring policy for one model's records (via :func:`pcg.scoring.score_competition`).
+
+    Failed trials are absent from the stability/similarity inputs, so the scoring module counts them
+    as 0 and lists them under ``missing``; they are also absent from the diversity pairs.
+    """
     from worldforge.pcg.diversity import diversity
+    from worldforge.pcg.scoring import ProgramData, score_competition
 
     cell: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     for r in records:
         cell[(str(r["program"]), str(r["letter"]), int(r["trial"]))] = r
-    n_letters = len(letters)
-    floor = 1.0 / n_letters
-    div: dict[str, dict[str, float]] = {p: {} for p in programs}
-    for p in programs:
+    data: list[ProgramData] = []
+    div: dict[str, dict[str, float]] = {}
+    for prog in programs:
+        p = prog.name
+        pd = ProgramData(name=p, prompt_length=prog.prompt_length())
+        div[p] = {}
         for letter in letters:
-            present = []
+            present: list[tuple[str, list[float]]] = []
+            stab: list[tuple[str, Any]] = []
+            sims: list[tuple[str, Any]] = []
             for t in range(1, trials + 1):
                 rec = cell.get((p, letter, t))
-                vec = _vector(rec, vector_kind) if rec is not None and rec.get("status") == "ok" else None
+                if rec is None or rec.get("status") != "ok":
+                    continue
+                tag = f"{p}_{letter}_{t}"
+                stab.append((tag, float(rec["sta"])))
+                sims.append((tag, float(rec["sim"])))
+                vec = _vector(rec, vector_kind)
                 if vec is not None:
-                    present.append((f"{p}_{letter}_{t}", vec))
-            div[p][letter] = diversity(present, configured_trials=trials).rate
-
-    def sta(p: str, letter: str, t: int) -> float:
-        rec = cell.get((p, letter, t))
-        return float(rec.get("sta") or 0.0) if rec is not None else 0.0
-
-    def sim(p: str, letter: str, t: int) -> float:
-        rec = cell.get((p, letter, t))
-        return float(rec.get("sim") or 0.0) if rec is not None else 0.0
-
-    weights: dict[str, dict[str, float]] = {}
-    pt = len(programs) * trials
-    for letter in letters:
-        mean_sta = sum(sta(p, letter, t) for p in programs for t in range(1, trials + 1)) / pt
-        mean_sim = sum(sim(p, letter, t) for p in programs for t in range(1, trials + 1)) / pt
-        mean_div = sum(div[p][letter] for p in programs) / len(programs)
-        w_sta = max(1.0 - mean_sta, floor)
-        w_sim = max(1.0 - mean_sim, floor)
-        w_div = max(1.0 - mean_div, floor)
-        weights[letter] = {"w_sta": w_sta, "w_sim": w_sim, "w_div": w_div, "weight": w_sta * w_sim * w_div}
-
-    trial_scores: dict[str, dict[str, list[float]]] = {}
-    char_scores: dict[str, dict[str, float]] = {}
-    prompt: dict[str, float] = {}
-    for p in programs:
-        trial_scores[p] = {}
-        char_scores[p] = {}
-        for letter in letters:
-            w = weights[letter]["weight"]
-            ts = [w * sta(p, letter, t) * sim(p, letter, t) for t in range(1, trials + 1)]
-            trial_scores[p][letter] = ts
-            char_scores[p][letter] = div[p][letter] * sum(ts) / trials
-        prompt[p] = sum(char_scores[p].values()) / n_letters
-    return ModelScores(model, weights, div, char_scores, prompt, trial_scores)
+                    present.append((tag, vec))
+            pd.stability[letter] = stab
+            pd.similarity[letter] = sims
+            rate = diversity(present, configured_trials=trials).rate
+            pd.diversity[letter] = rate
+            div[p][letter] = rate
+        data.append(pd)
+    result = score_competition(data, trials=trials, exact=exact, characters=tuple(letters))
+    ar = result.arithmetic
+    weights = {
+        w.character: {
+            "w_sta": ar.to_float(w.stability),
+            "w_sim": ar.to_float(w.similarity),
+            "w_div": ar.to_float(w.diversity),
+            "weight": ar.to_float(w.weight),
+        }
+        for w in result.weights
+    }
+    trial_scores: dict[str, dict[str, list[float]]] = {p.name: {c: [] for c in letters} for p in programs}
+    for row in result.trial_rows:
+        trial_scores[row.program][row.character].append(ar.to_float(row.score))
+    char_scores: dict[str, dict[str, float]] = {p.name: {} for p in programs}
+    for crow in result.character_rows:
+        char_scores[crow.program][crow.character] = ar.to_float(crow.score)
+    prompt = {ps.program: ar.to_float(ps.prompt) for ps in result.programs}
+    return ModelScores(model, weights, div, char_scores, prompt, trial_scores, result)
 
 
 def score_cohort(
@@ -117,6 +124,7 @@ def score_cohort(
     letters: Sequence[str],
     trials: int,
     vector_kind: str = "softmax",
+    exact: bool = False,
 ) -> CohortScores:
     """Per-model scores, totals over models, normalised ranking with the shortest-prompt tie-break."""
     if trials < 2:
@@ -125,7 +133,9 @@ def score_cohort(
     by_model: dict[str, list[Mapping[str, Any]]] = {m: [] for m in models}
     for rec in records.values():
         by_model.setdefault(str(rec["model"]), []).append(rec)
-    model_scores = [score_model(m, by_model[m], names, letters, trials, vector_kind) for m in models]
+    model_scores = [
+        score_model(m, by_model[m], programs, letters, trials, vector_kind, exact) for m in models
+    ]
     totals = {p: sum(ms.prompt[p] for ms in model_scores) for p in names}
     competition = sum(totals.values())
     normalized = {p: (100.0 * totals[p] / competition if competition > 0 else 0.0) for p in names}

@@ -1,0 +1,244 @@
+"""The ``science-birds`` suite: LLM prompt programs that build Science Birds levels shaped like A–Z.
+
+This is the product's main job. For every model × program × letter × trial it runs the
+competition's protocol (generate → extract → convert → simulate → render → classify), records one
+item per unit in the run workspace, then computes diversity, weights, per-model prompt scores,
+totals over models and the normalised ranking, and returns an :class:`EvaluationReport` with one
+result per (model, program), tables, image galleries and the official result files.
+
+Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("science-birds",
+options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
+(default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
+``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
+``ollama_host``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_payload
+from worldforge.core.errors import WorldForgeError
+from worldforge.evaluation.science_birds_run import (
+    Classifier,
+    ItemRunner,
+    RunState,
+    SuiteConfig,
+    enumerate_items,
+    iter_progress_columns,
+)
+from worldforge.evaluation.science_birds_stages import StageCache, stage_versions
+
+SUITE_ID = "science-birds"
+SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
+SUITE_VERSION = "1.0"
+CLAIM_BOUNDARY = (
+    "Scores follow the ChatGPT4PCG/LLMs4PCG scoring policy, but stability comes from WorldForge's "
+    "Box2D re-implementation of the Science Birds evaluator and similarity/diversity from the "
+    "classifier named in the measurement section (by default the bundled letter classifier, not the "
+    "official vit-base-uppercase-english-characters model). They are not the official Unity/ViT "
+    "figures and are comparable only with runs that used the same classifier and physics versions."
+)
+METRIC_SEMANTICS = (
+    "One result per (model, program). score = the program's prompt score for that model in [0, 1] "
+    "(weight x stability x similarity per trial, times diversity per letter, averaged over letters); "
+    "metrics carry the total over models, the normalised score (100 x total / sum of totals) and "
+    "the rank. passed = the program produced at least one scored level for that model. Failed trials "
+    "(no code, converter errors, provider errors, hostile replies) score 0."
+)
+
+
+def _model_identity(manifest: Any, name: str) -> Any:
+    """The part of a runtime manifest that determines replies (hosts and clients excluded)."""
+    if not isinstance(manifest, Mapping):
+        return {"provider": name}
+    return {k: v for k, v in sorted(manifest.items()) if k not in {"host", "client"}}
+
+
+def _cache_root(config: SuiteConfig, run: Any) -> Path | None:
+    if config.cache_dir is not None:
+        return config.cache_dir
+    workspace = getattr(run, "workspace_dir", None)
+    return Path(workspace) / "cache" / "science-birds" if workspace is not None else None
+
+
+def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) -> None:
+    for prog in config.programs:
+        for turn in prog.turns:
+            name = f"program:{prog.name}/prompts/{turn.file}"
+            path = prog.source / "prompts" / turn.file if prog.source is not None else None
+            if path is not None and path.is_file():
+                run.add_input_file(name, path)
+            else:
+                run.add_input_value(name, turn.text)
+    run.add_input_value("science-birds:suite", config.identity())
+    run.add_input_value("science-birds:models", {k: _model_identity(v, k) for k, v in manifests.items()})
+
+
+def evaluate(
+    providers: Sequence[str] | str,
+    *,
+    forge: Any,
+    options: Mapping[str, Any] | None = None,
+    run: Any = None,
+    dataset_manifests: Sequence[Mapping[str, Any]] | None = None,
+    classifier: Classifier | None = None,
+    state: RunState | None = None,
+    command: Sequence[str] | None = None,
+) -> Any:
+    """Run the suite and return an :class:`EvaluationReport` (see the module docstring)."""
+    from worldforge import __version__
+    from worldforge.evaluation.provenance import ProvenanceEnvelope
+    from worldforge.evaluation.report import EvaluationReport
+    from worldforge.evaluation.science_birds_report import build_sections, official_artifacts, result_rows
+    from worldforge.evaluation.science_birds_scores import score_cohort
+    from worldforge.evaluation.types import EvaluationResult
+
+    config = SuiteConfig.from_options(options)
+    if config.trials < 2:
+        raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")
+    models = [providers] if isinstance(providers, str) else list(providers)
+    if not models:
+        raise WorldForgeError("science-birds: at least one --provider is required.")
+    if len(set(models)) != len(models):
+        raise WorldForgeError("science-birds: a provider is listed twice.")
+    state = state or RunState()
+    manifests: dict[str, Any] = {}
+    for name in models:
+        provider = forge.provider(name)
+        caps = set(getattr(provider, "capabilities", ()) or ())
+        if "generate" not in caps:
+            raise WorldForgeError(
+                f"Provider '{name}' lacks the 'generate' capability required by suite '{SUITE_ID}'."
+            )
+        configure = getattr(provider, "configure", None)
+        if callable(configure):
+            configure(config.options)
+        manifests[name] = forge.runtime_manifest(name)
+    identities = {k: _model_identity(v, k) for k, v in manifests.items()}
+    classifier = classifier or Classifier(config.classifier)
+    cache = StageCache(_cache_root(config, run))
+    if run is not None:
+        _record_inputs(run, config, manifests)
+        run.emit("suite.started", {"suite_id": SUITE_ID, "items": len(enumerate_items(models, config))})
+
+    runner = ItemRunner(
+        config,
+        forge,
+        models,
+        run=run,
+        classifier=classifier,
+        model_identities=identities,
+        cache=cache,
+        state=state,
+    )
+    total = len(enumerate_items(models, config))
+    started = time.perf_counter()
+    if config.progress:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(*iter_progress_columns(), console=Console(stderr=True), transient=False) as bar:
+            task = bar.add_task("science-birds", total=total)
+            records = runner.run_all(lambda n: bar.advance(task, n))
+    else:
+        records = runner.run_all()
+    state.add("items_total", time.perf_counter() - started)
+
+    t0 = time.perf_counter()
+    scores = score_cohort(
+        records, models, config.programs, config.letters, config.trials, config.diversity_vector, config.exact
+    )
+    measurement = {
+        "classifier": classifier.identity(),
+        "stage_versions": stage_versions(),
+        "diversity_vector": config.diversity_vector,
+        "trials": config.trials,
+        "letters": "".join(config.letters),
+        "master_seed": config.master_seed,
+        "arithmetic": "exact-decimal" if config.exact else "float64",
+        "models": identities,
+    }
+    sections = build_sections(scores, records, config.programs, config.letters, measurement)
+    rows = result_rows(scores, records, config.programs)
+    results = [
+        EvaluationResult(
+            SUITE_ID,
+            SUITE_NAME,
+            row["scenario"],
+            row["provider"],
+            row["score"],
+            row["passed"],
+            row["metrics"],
+        )
+        for row in rows
+    ]
+    extra = official_artifacts(scores)
+    state.add("score_and_report", time.perf_counter() - t0)
+
+    input_digest = digest_payload(
+        {
+            "suite_id": SUITE_ID,
+            "suite_version": SUITE_VERSION,
+            "providers": models,
+            "config": config.identity(),
+            "models": identities,
+            "dataset_manifests": [dict(d) for d in dataset_manifests or []],
+        }
+    )
+    result_digest = digest_payload(
+        {
+            "results": [r.to_dict() for r in results],
+            "items": {k: digest_payload(v) for k, v in sorted(records.items())},
+            "sections": sections,
+        }
+    )
+    from worldforge.core.timeutil import utc_now_iso
+
+    failed = sum(1 for r in records.values() if r.get("status") != "ok")
+
+    provenance = ProvenanceEnvelope(
+        kind="evaluation",
+        suite_id=SUITE_ID,
+        suite_version=SUITE_VERSION,
+        worldforge_version=__version__,
+        created_at=utc_now_iso(),
+        input_digest=input_digest,
+        result_digest=result_digest,
+        claim_boundary=CLAIM_BOUNDARY,
+        metric_semantics=METRIC_SEMANTICS,
+        command=list(command)
+        if command is not None
+        else list(getattr(run, "manifest", {}).get("argv", []) or []),
+        providers=models,
+        capabilities=["generate"],
+        runtime_manifests={k: v for k, v in manifests.items() if v is not None},
+        dataset_manifests=[dict(d) for d in dataset_manifests or []],
+        event_count=int(getattr(forge, "event_count", 0) or 0),
+        notes=f"{len(records)} items; {failed} failed trials",
+    )
+    report = EvaluationReport(
+        SUITE_ID,
+        SUITE_NAME,
+        results,
+        claim_boundary=CLAIM_BOUNDARY,
+        metric_semantics=METRIC_SEMANTICS,
+        provenance=provenance,
+        sections=sections,
+        extra_artifacts=extra,
+        suite_version=SUITE_VERSION,
+    )
+    if run is not None:
+        run.emit("suite.finished", {"suite_id": SUITE_ID, "result_digest": result_digest})
+    return report
+
+
+def _progress_default() -> bool:
+    return sys.stderr.isatty()
+
+
+__all__ = ["CLAIM_BOUNDARY", "METRIC_SEMANTICS", "SUITE_ID", "SUITE_VERSION", "evaluate"]

@@ -1,0 +1,243 @@
+"""Report content of the Science Birds suite: results, sections and extra artifacts.
+
+Everything here is derived from the item records and the cohort scores, deterministically (sorted
+keys, rounded display values), so the report is part of the reproducible result. The sections are
+JSON the report renderers display: lists of row objects become tables, ``{"images": [...]}``
+becomes an image gallery with embedded thumbnails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from worldforge.core.canonical import pretty_json
+from worldforge.evaluation.science_birds_scores import CohortScores
+from worldforge.pcg.programs import PromptProgram
+
+#: How many of the lowest-scoring levels the failure section shows per program.
+WORST_PER_PROGRAM = 6
+PROGRAM_TEXT_PREVIEW = 1_200
+
+
+def _r(value: float, places: int = 6) -> float:
+    return round(float(value), places)
+
+
+def result_rows(
+    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[PromptProgram]
+) -> list[dict[str, Any]]:
+    """One row per (model, program): the values that become :class:`EvaluationResult` objects."""
+    rows = []
+    for ms in scores.models:
+        for prog in programs:
+            mine = [r for r in records.values() if r["model"] == ms.model and r["program"] == prog.name]
+            ok = [r for r in mine if r.get("status") == "ok"]
+            by_stage: dict[str, int] = {}
+            for r in mine:
+                if r.get("status") != "ok":
+                    stage = str(r.get("failed_stage") or "unknown")
+                    by_stage[stage] = by_stage.get(stage, 0) + 1
+            n = len(mine) or 1
+            divs = list(ms.diversity[prog.name].values())
+            prompt = ms.prompt[prog.name]
+            rows.append(
+                {
+                    "provider": ms.model,
+                    "scenario": prog.name,
+                    "score": min(max(prompt, 0.0), 1.0),
+                    "passed": prompt > 0.0,
+                    "metrics": {
+                        "prompt_score": prompt,
+                        "total_prompt_score": scores.totals[prog.name],
+                        "normalized_total": scores.normalized[prog.name],
+                        "rank": scores.ranks[prog.name],
+                        "mean_stability": sum(float(r["sta"]) for r in mine) / n,
+                        "mean_similarity": sum(float(r["sim"]) for r in mine) / n,
+                        "mean_diversity": sum(divs) / len(divs) if divs else 0.0,
+                        "trials": len(mine),
+                        "ok_trials": len(ok),
+                        "failed_trials": len(mine) - len(ok),
+                        "failures_by_stage": dict(sorted(by_stage.items())),
+                        "prompt_length": prog.prompt_length(),
+                        "program_digest": prog.digest,
+                    },
+                }
+            )
+    return rows
+
+
+def build_sections(
+    scores: CohortScores,
+    records: Mapping[str, Mapping[str, Any]],
+    programs: Sequence[PromptProgram],
+    letters: Sequence[str],
+    measurement: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Ranking, per-letter table, weights, baseline comparison, galleries, worst levels."""
+    models = [ms.model for ms in scores.models]
+    length = {p.name: p.prompt_length() for p in programs}
+    ranking = []
+    for name in sorted(scores.totals, key=lambda p: (scores.ranks[p], p)):
+        row: dict[str, Any] = {
+            "rank": scores.ranks[name],
+            "program": name,
+            "normalized": _r(scores.normalized[name], 4),
+            "total": _r(scores.totals[name], 10),
+        }
+        for ms in scores.models:
+            row[f"prompt[{ms.model}]"] = _r(ms.prompt[name], 10)
+        means = scores.means[name]
+        row.update(
+            mean_stability=_r(means["stability"], 4),
+            mean_similarity=_r(means["similarity"], 4),
+            mean_diversity=_r(means["diversity"], 4),
+            ok_rate=_r(means["ok_rate"], 4),
+            prompt_length=length[name],
+            winner=name in scores.winners,
+        )
+        ranking.append(row)
+
+    per_letter = []
+    for prog in programs:
+        for letter in letters:
+            row = {"program": prog.name, "letter": letter}
+            for ms in scores.models:
+                recs = [
+                    r
+                    for r in records.values()
+                    if r["model"] == ms.model and r["program"] == prog.name and r["letter"] == letter
+                ]
+                n = len(recs) or 1
+                row[f"char[{ms.model}]"] = _r(ms.char_scores[prog.name][letter], 8)
+                row[f"sta[{ms.model}]"] = _r(sum(float(r["sta"]) for r in recs) / n, 4)
+                row[f"sim[{ms.model}]"] = _r(sum(float(r["sim"]) for r in recs) / n, 4)
+                row[f"div[{ms.model}]"] = _r(ms.diversity[prog.name][letter], 4)
+            per_letter.append(row)
+
+    weights = [
+        {"model": ms.model, "letter": letter, **{k: _r(v, 6) for k, v in ms.weights[letter].items()}}
+        for ms in scores.models
+        for letter in letters
+    ]
+
+    base = scores.baseline
+    baseline_rows = []
+    if base.get("baseline") is not None:
+        for name, info in base["programs"].items():
+            baseline_rows.append(
+                {
+                    "program": name,
+                    "total": _r(info["total"], 10),
+                    "baseline": base["baseline"],
+                    "baseline_total": _r(base["baseline_total"], 10),
+                    "beats_baseline": info["beats_baseline"],
+                }
+            )
+    winner_line = {
+        "winners": list(scores.winners),
+        "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
+        "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
+        "<OBJECT> substitution), then co-winners",
+    }
+
+    sections: dict[str, Any] = {
+        "measurement": dict(measurement),
+        "ranking": ranking,
+        "winner": winner_line,
+        "baseline_comparison": baseline_rows,
+        "per_letter": per_letter,
+        "weights_per_letter": weights,
+    }
+    for prog in programs:
+        images = []
+        for letter in letters:
+            for model in models:
+                recs = sorted(
+                    (
+                        r
+                        for r in records.values()
+                        if r["model"] == model and r["program"] == prog.name and r["letter"] == letter
+                    ),
+                    key=lambda r: int(r["trial"]),
+                )
+                for r in recs:
+                    if r.get("thumbnail"):
+                        caption = (
+                            f"{letter} | {model} | trial {r['trial']} | sta {float(r['sta']):.2f} "
+                            f"sim {float(r['sim']):.2f}"
+                        )
+                        images.append({"caption": caption, "src": r["thumbnail"]})
+        sections[f"gallery[{prog.name}]"] = {"images": images}
+
+    worst_rows = []
+    worst_images = []
+    for prog in programs:
+        recs = [r for r in records.values() if r["program"] == prog.name]
+        recs.sort(key=lambda r: (float(r["sta"]) * float(r["sim"]), str(r["item_id"])))
+        for r in recs[:WORST_PER_PROGRAM]:
+            text = r.get("program_text") or r.get("reply") or r.get("reply_preview") or ""
+            worst_rows.append(
+                {
+                    "item": r["item_id"],
+                    "program": prog.name,
+                    "model": r["model"],
+                    "letter": r["letter"],
+                    "trial": r["trial"],
+                    "sta": _r(r["sta"], 4),
+                    "sim": _r(r["sim"], 4),
+                    "failed_stage": r.get("failed_stage"),
+                    "error": r.get("error"),
+                    "program_text": str(text)[:PROGRAM_TEXT_PREVIEW],
+                }
+            )
+            if r.get("thumbnail"):
+                worst_images.append(
+                    {
+                        "caption": f"{r['item_id']} (sta*sim {float(r['sta']) * float(r['sim']):.3f})",
+                        "src": r["thumbnail"],
+                    }
+                )
+    sections["worst_levels"] = worst_rows
+    sections["worst_levels_gallery"] = {"images": worst_images}
+    failures = [
+        {
+            "item": r["item_id"],
+            "failed_stage": r.get("failed_stage"),
+            "error": r.get("error"),
+        }
+        for r in sorted(records.values(), key=lambda r: str(r["item_id"]))
+        if r.get("status") != "ok"
+    ]
+    sections["failed_trials"] = failures
+    missing = []
+    for ms in scores.models:
+        for entry in getattr(ms.official, "missing", None) or []:
+            missing.append({"model": ms.model, **entry})
+    sections["missing_inputs_scored_as_zero"] = missing
+    return sections
+
+
+def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
+    """The official result files per model (``science-birds/<model>/result/...``) when available."""
+    out: dict[str, str | bytes] = {}
+    try:
+        from worldforge.pcg import scoring
+    except ImportError:  # pragma: no cover - scoring ships with the package
+        return out
+    writer = getattr(scoring, "official_outputs", None)
+    for ms in scores.models:
+        slug = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in ms.model)
+        base = f"science-birds/{slug}/result"
+        if ms.official is not None and callable(writer):
+            files = writer(ms.official)
+            for name, text in sorted(files.items()):
+                out[f"{base}/{name}"] = text
+        else:
+            out[f"{base}/scores.json"] = pretty_json(
+                {"weights": ms.weights, "prompt": ms.prompt, "char_scores": ms.char_scores}
+            )
+    return out
+
+
+__all__ = ["build_sections", "official_artifacts", "result_rows"]
