@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "parse_level_xml": "worldforge.pcg.level",
     "load_level": "worldforge.pcg.level",
     "StabilityResult": "worldforge.pcg.physics",
-    "SimulationResult": "worldforge.pcg.physics",
+    "Pose": "worldforge.pcg.physics",
     "simulate": "worldforge.pcg.physics",
     "render_level": "worldforge.pcg.render",
     "render_png": "worldforge.pcg.render",
@@ -32,6 +32,13 @@ _EXPORTS: dict[str, str] = {
     "run_program": "worldforge.pcg.pipeline",
     "run_level": "worldforge.pcg.pipeline",
     "run_batch": "worldforge.pcg.pipeline",
+    "run_reply": "worldforge.pcg.pipeline",
+    "iter_batch": "worldforge.pcg.pipeline",
+    "stage_extract": "worldforge.pcg.folder",
+    "stage_convert": "worldforge.pcg.folder",
+    "stage_physics": "worldforge.pcg.folder",
+    "stage_stability": "worldforge.pcg.folder",
+    "stage_images": "worldforge.pcg.folder",
 }
 
 __all__ = sorted(_EXPORTS)
