@@ -1,0 +1,622 @@
+"""Competition folder stages: images -> similarity -> diversity -> result.
+
+Layout (pipeline spec section 0): ``DIR/<team>/images/<C>/<team>_<C>_<n>.png`` ->
+``DIR/<team>/similarity/<C>.json`` -> ``DIR/<team>/diversity/<C>.json`` -> ``DIR/result/*``. A team
+folder is a direct subfolder of ``DIR`` whose name does not start with ``.`` and is not ``logs`` or
+``result``; teams and files are processed in sorted order (the official scripts use directory-listing
+order, which only matters when two files share a trial index). Every JSON file keeps the official
+key order and ``indent=2`` layout so the official scripts can read our files and vice versa.
+
+Where the official scripts abort or silently skip, these stages continue, count the input as 0 and
+list it in the report (``result/report.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.errors import WorldForgeError
+from worldforge.core.io import atomic_write_json, atomic_write_text
+from worldforge.pcg.diversity import VECTOR_KINDS, diversity
+from worldforge.pcg.folder import NullProgress, Progress, StageReport, list_files, list_teams
+from worldforge.pcg.scoring import (
+    LETTERS,
+    CompetitionScores,
+    MultiModelScores,
+    ProgramData,
+    Ranking,
+    combine_models,
+    rank_programs,
+    ranking_for,
+    score_competition,
+)
+
+STAGES = ("similarity", "diversity", "score")
+
+
+@dataclass
+class ScoreStageReport(StageReport):
+    """The score stage's outcome: the usual counters plus our report payload."""
+
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["report"] = self.report
+        return out
+
+
+def team_names(source: Path) -> list[str]:
+    """Team (program) folder names of a competition folder (the shared listing rule)."""
+    return [p.name for p in list_teams(Path(source))]
+
+
+def _letter_dirs(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and p.name not in {"logs", "result"}
+    )
+
+
+def _dump(value: Any) -> str:
+    """Python ``json.dumps(indent=2)`` as the official similarity/diversity scripts write it."""
+    return json.dumps(value, indent=2)
+
+
+def image_files(folder: Path) -> list[Path]:
+    """Level images of one letter folder: every visible file except ``*_raw.png``."""
+    return [p for p in list_files(folder) if not p.name.endswith("_raw.png")]
+
+
+def _rel(source: Path, path: Path) -> str:
+    return path.relative_to(source).as_posix()
+
+
+# ----------------------------------------------------------------------------------------------
+# similarity
+
+
+def stage_similarity(
+    source: Path,
+    *,
+    classifier: str | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
+    batch_size: int = 64,
+) -> StageReport:
+    """Classify every level image and write ``<team>/similarity/<C>.json`` (v0.2.0 layout).
+
+    ``similarity`` is the softmax probability of the folder's letter; ``cls_embedding`` is stored for
+    the embedding diversity variant. The classifier's identity is added under ``classifier`` (an
+    extra key the official readers ignore), so every later report can name it. ``classifier`` is
+    a hub id or a local directory; ``None`` is the bundled checkpoint.
+    """
+    from worldforge.pcg.classifier import load_classifier
+
+    source = Path(source)
+    bar = progress or NullProgress()
+    report = StageReport(stage="similarity")
+    jobs: list[tuple[str, str, list[Path]]] = []
+    for team in list_teams(source):
+        for letter in _letter_dirs(team / "images"):
+            if len(letter) != 1 or letter not in LETTERS:
+                report.failures.append((_rel(source, team / "images" / letter), "not a letter folder A-Z"))
+                continue
+            jobs.append((team.name, letter, image_files(team / "images" / letter)))
+    model = load_classifier(classifier)
+    bar.start("similarity", sum(len(files) for _, _, files in jobs))
+    for team_name, letter, files in jobs:
+        index = LETTERS.index(letter)
+        preds = model.classify(files, batch_size=batch_size, embedding=True, workers=workers) if files else []
+        trials: list[dict[str, Any]] = []
+        similarities: list[dict[str, Any]] = []
+        for path, pred in zip(files, preds, strict=True):
+            trials.append({"id": path.name, "label": letter, "similarity": pred.softmax[index]})
+            similarities.append(
+                {
+                    "id": path.name,
+                    "raws": [
+                        {"id": path.name, "label": lab, "softmax_prob": prob}
+                        for lab, prob in zip(LETTERS, pred.softmax, strict=True)
+                    ],
+                    "cls_embedding": pred.embedding,
+                }
+            )
+            report.inputs.append(path)
+            bar(1)
+        payload = {
+            "count": len(files),
+            # The official script raises ZeroDivisionError on an empty folder; 0 is what scoring uses.
+            "similarityRate": sum(t["similarity"] for t in trials) / len(trials) if trials else 0.0,
+            "trials": trials,
+            "similarities": similarities,
+            "classifier": model.identity,
+        }
+        out = source / team_name / "similarity" / f"{letter}.json"
+        atomic_write_text(out, _dump(payload))
+        report.outputs.append(out)
+        report.succeeded += len(files)
+    return report
+
+
+# ----------------------------------------------------------------------------------------------
+# diversity
+
+
+def _vector(entry: Mapping[str, Any], vector: str, where: str) -> list[float]:
+    if vector == "embedding":
+        emb = entry.get("cls_embedding")
+        if not isinstance(emb, list) or not emb:
+            raise WorldForgeError(
+                f"{where}: no 'cls_embedding'; rerun the similarity stage (it stores embeddings)."
+            )
+        return [float(x) for x in emb]
+    raws = entry.get("raws")
+    if not isinstance(raws, list) or not raws:
+        raise WorldForgeError(f"{where}: 'raws' softmax list missing.")
+    try:
+        ordered = sorted(raws, key=lambda r: str(r["label"]))
+        return [float(r["softmax_prob"]) for r in ordered]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WorldForgeError(f"{where}: malformed 'raws' entry ({exc}).") from exc
+
+
+def stage_diversity(
+    source: Path, *, trials: int = 10, vector: str = "softmax", progress: Progress | None = None
+) -> StageReport:
+    """Write ``<team>/diversity/<C>.json`` from each similarity file (divisor ``T(T+1)/2 - T``).
+
+    ``vector`` is ``softmax`` (2024, the seed definition) or ``embedding`` (2025: ``cls_embedding``).
+    An unreadable similarity file is reported as a failure and skipped (its letter scores 0).
+    """
+    if vector not in VECTOR_KINDS:
+        raise WorldForgeError(f"vector: expected one of {list(VECTOR_KINDS)}, got {vector!r}.")
+    source = Path(source)
+    bar = progress or NullProgress()
+    report = StageReport(stage="diversity")
+    files = [
+        f
+        for team in list_teams(source)
+        if (team / "similarity").is_dir()
+        for f in list_files(team / "similarity", ".json")
+    ]
+    bar.start("diversity", len(files))
+    for path in files:
+        where = _rel(source, path)
+        report.inputs.append(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            sims = data["similarities"]
+            if not isinstance(sims, list):
+                raise TypeError("'similarities' is not a list")
+            count = data.get("count", len(sims))
+            vectors = [(str(e.get("id", "")).split(".")[0], _vector(e, vector, where)) for e in sims]
+            result = diversity(vectors, configured_trials=trials)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            report.failed += 1
+            report.failures.append((where, f"unreadable similarity file: {exc}"))
+            bar(1)
+            continue
+        payload = {
+            "diversityRate": result.rate,
+            "trials": [{"trial": tid, "vector": vec} for tid, vec in vectors],
+            "diversities": [
+                {"pair": {"trial1": p.trial1, "trial2": p.trial2}, "distance": p.distance}
+                for p in result.pairs
+            ],
+            "count": count,
+            "vector": vector,
+        }
+        out = path.parent.parent / "diversity" / path.name
+        atomic_write_text(out, _dump(payload))
+        report.outputs.append(out)
+        report.succeeded += 1
+        bar(1)
+    return report
+
+
+# ----------------------------------------------------------------------------------------------
+# Official output files and our report payload
+
+
+def _csv(header: Sequence[str], rows: Sequence[Sequence[str | int]], eol: str) -> str:
+    """json2csv defaults: header and strings double-quoted (quotes doubled), numbers bare."""
+
+    def cell(v: str | int) -> str:
+        return str(v) if isinstance(v, int) else '"' + v.replace('"', '""') + '"'
+
+    return eol.join(",".join(cell(v) for v in line) for line in [list(header), *rows])
+
+
+def constants_json(result: CompetitionScores) -> str:
+    """``result/constants.json``: compact ``JSON.stringify`` layout, every number a decimal string."""
+    t = result.arithmetic.text
+    payload = {
+        "competitionScore": t(result.competition),
+        "weights": [
+            {
+                "character": w.character,
+                "weight": t(w.weight),
+                "weightStability": t(w.stability),
+                "weightSimilarity": t(w.similarity),
+                "weightDiversity": t(w.diversity),
+            }
+            for w in result.weights
+        ],
+    }
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def official_files(result: CompetitionScores, *, eol: str = "\r\n") -> dict[str, str]:
+    """File name -> text of the four official result files (CRLF like the published 2024 files)."""
+    t = result.arithmetic.text
+    trial_csv = _csv(
+        [
+            "teamName",
+            "character",
+            "trial",
+            "trial_score",
+            "stabilityScore",
+            "similarityScore",
+            "diversityScore",
+        ],
+        [
+            [r.program, r.character, r.trial, t(r.score), t(r.stability), t(r.similarity), t(r.diversity)]
+            for r in result.trial_rows
+        ],
+        eol,
+    )
+    char_csv = _csv(
+        [
+            "teamName",
+            "character",
+            "characterScore",
+            "nonWeightedAverageStabilityScore",
+            "nonWeightedAverageSimilarityScore",
+            "diversityScore",
+        ],
+        [
+            [r.program, r.character, t(r.score), t(r.mean_stability), t(r.mean_similarity), t(r.diversity)]
+            for r in result.character_rows
+        ],
+        eol,
+    )
+    ranks_csv = _csv(
+        ["team", "normalizedPromptScore", "promptScore", "rank"],
+        [[p.program, t(p.normalized), t(p.prompt), p.official_rank] for p in result.programs],
+        eol,
+    )
+    return {
+        "constants.json": constants_json(result),
+        "trial_scores.csv": trial_csv,
+        "character_scores.csv": char_csv,
+        "prompt_scores_ranks.csv": ranks_csv,
+    }
+
+
+def report_payload(
+    result: CompetitionScores,
+    ranking: Ranking,
+    *,
+    classifier: Mapping[str, Any] | None = None,
+    multi: MultiModelScores | None = None,
+) -> dict[str, Any]:
+    """JSON-native report: weights, program scores, ranking, missing inputs, classifier identity."""
+    t = result.arithmetic.text
+    payload: dict[str, Any] = {
+        "arithmetic": "exact-decimal" if result.arithmetic.exact else "float",
+        "trials": result.trials,
+        "characters": "".join(result.characters),
+        "competition_score": t(result.competition),
+        "weights": [
+            {
+                "character": w.character,
+                "weight": t(w.weight),
+                "stability": t(w.stability),
+                "similarity": t(w.similarity),
+                "diversity": t(w.diversity),
+            }
+            for w in result.weights
+        ],
+        "programs": [
+            {
+                "program": p.program,
+                "prompt_score": t(p.prompt),
+                "normalized_score": t(p.normalized),
+                "official_rank": p.official_rank,
+            }
+            for p in result.programs
+        ],
+        "ranking": ranking.to_dict(result.arithmetic),
+        "missing_inputs": result.missing,
+        "missing_count": len(result.missing),
+        "classifier": dict(classifier) if classifier else None,
+        "claim_boundary": (
+            "Scores use the classifier named here; unless it is the official "
+            "pittawat/vit-base-uppercase-english-characters weights, similarity and diversity "
+            "numbers are not the official model's."
+        ),
+    }
+    if multi is not None:
+        m = multi.arithmetic.text
+        payload["models"] = {
+            "models": list(multi.models),
+            "competition_score": m(multi.competition),
+            "programs": [
+                {
+                    "program": n,
+                    "total": m(multi.totals[n]),
+                    "normalized_total": m(multi.normalized[n]),
+                    "per_model": {k: m(v) for k, v in multi.per_model[n].items()},
+                    "normalized_per_model": {k: m(v) for k, v in multi.normalized_per_model[n].items()},
+                }
+                for n in multi.totals
+            ],
+            "missing_inputs": multi.missing,
+        }
+    return payload
+
+
+def report_markdown(payload: Mapping[str, Any]) -> str:
+    """A short human summary of :func:`report_payload`."""
+    lines = ["# Competition scores", ""]
+    clf = payload.get("classifier")
+    if clf:
+        lines += [f"Classifier: `{clf.get('id')}` ({clf.get('weights_digest')})", ""]
+    lines += [f"Arithmetic: {payload['arithmetic']}; trials: {payload['trials']}", ""]
+    lines += [
+        "| rank | program | normalized | prompt score | prompt length |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    prompt = {p["program"]: p["prompt_score"] for p in payload["programs"]}
+    for e in payload["ranking"]["entries"]:
+        rank = "baseline" if e["rank"] is None else str(e["rank"])
+        length = "" if e["prompt_length"] is None else str(e["prompt_length"])
+        lines.append(
+            f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
+        )
+    r = payload["ranking"]
+    lines += ["", f"Winner(s): {', '.join(r['winners']) or '-'} (decided by {r['decided_by']})."]
+    if r["zero_shot_baseline"] is not None:
+        lines.append(
+            f"Beats the zero-shot baseline `{r['zero_shot_baseline']}`: {r['winner_beats_zero_shot']}."
+        )
+    lines += ["", f"Missing or unreadable inputs (counted as 0): {payload['missing_count']}.", ""]
+    lines += [payload["claim_boundary"], ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# score
+
+
+def _reject_constant(name: str) -> None:
+    return None  # NaN/Infinity (Unity writes NaN for a level without blocks) -> not a number
+
+
+def _load(path: Path) -> tuple[Any, str | None]:
+    if not path.is_file():
+        return None, "file missing"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant), None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"unreadable: {exc.__class__.__name__}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _entries(
+    data: Any,
+    list_key: str,
+    id_key: str,
+    value_key: str,
+    program: str,
+    letter: str,
+    kind: str,
+    missing: list[dict[str, Any]],
+) -> list[tuple[str, Any]] | None:
+    if not isinstance(data, dict) or not isinstance(data.get(list_key), list):
+        missing.append(
+            {"program": program, "character": letter, "input": kind, "reason": f"no '{list_key}' list"}
+        )
+        return None
+    out: list[tuple[str, Any]] = []
+    for entry in data[list_key]:
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get(id_key), str)
+            and _is_number(entry.get(value_key))
+        ):
+            out.append((entry[id_key], entry[value_key]))
+        else:
+            ident = entry.get(id_key) if isinstance(entry, dict) else None
+            missing.append(
+                {
+                    "program": program,
+                    "character": letter,
+                    "input": kind,
+                    "reason": f"entry {ident!r} has no numeric '{value_key}'",
+                }
+            )
+    return out
+
+
+def _prompt_length(team_dir: Path) -> int | None:
+    """Tie-break measure from ``<team>/prompts/*.txt`` when the program's prompts are there."""
+    if not (team_dir / "prompts").is_dir():
+        return None
+    try:
+        from worldforge.pcg.programs import load_program
+
+        return load_program(team_dir, name=team_dir.name).prompt_length()
+    except (WorldForgeError, OSError):
+        return None
+
+
+def read_program(source: Path, team: str, *, characters: Sequence[str] = LETTERS) -> ProgramData:
+    """Read one team's stability/similarity/diversity files; problems are listed, never fatal."""
+    data = ProgramData(name=team, prompt_length=_prompt_length(source / team))
+    for letter in characters:
+        for kind, list_key, id_key, value_key in (
+            ("stability", "raws", "tag", "score"),
+            ("similarity", "trials", "id", "similarity"),
+        ):
+            value, reason = _load(source / team / kind / f"{letter}.json")
+            if reason is not None:
+                if reason != "file missing":  # missing files are listed by the scorer
+                    data.missing.append(
+                        {"program": team, "character": letter, "input": kind, "reason": reason}
+                    )
+                continue
+            entries = _entries(value, list_key, id_key, value_key, team, letter, kind, data.missing)
+            if entries is not None:
+                getattr(data, kind)[letter] = entries
+        value, reason = _load(source / team / "diversity" / f"{letter}.json")
+        if reason is None and isinstance(value, dict) and _is_number(value.get("diversityRate")):
+            data.diversity[letter] = value["diversityRate"]
+        elif reason is None:
+            data.missing.append(
+                {
+                    "program": team,
+                    "character": letter,
+                    "input": "diversity",
+                    "reason": "no numeric 'diversityRate'",
+                }
+            )
+        elif reason != "file missing":
+            data.missing.append(
+                {"program": team, "character": letter, "input": "diversity", "reason": reason}
+            )
+    return data
+
+
+def _classifier_identity(source: Path) -> dict[str, Any] | None:
+    """The classifier named in the similarity files (first one found), for the report."""
+    for team in list_teams(source):
+        folder = team / "similarity"
+        for path in list_files(folder, ".json") if folder.is_dir() else []:
+            value, reason = _load(path)
+            if reason is None and isinstance(value, dict) and isinstance(value.get("classifier"), dict):
+                return dict(value["classifier"])
+    return None
+
+
+def score_folder(
+    source: Path, *, trials: int = 10, exact: bool = False, progress: Progress | None = None
+) -> CompetitionScores:
+    """Read every team of a competition folder and score it (no files written)."""
+    source = Path(source)
+    teams = list_teams(source)
+    if not teams:
+        raise WorldForgeError(f"{source}: no team folders to score.")
+    bar = progress or NullProgress()
+    bar.start(f"score {source.name}", len(teams))
+    programs = []
+    for team in teams:
+        programs.append(read_program(source, team.name))
+        bar(1)
+    return score_competition(programs, trials=trials, exact=exact)
+
+
+def write_results(
+    out_dir: Path,
+    result: CompetitionScores,
+    ranking: Ranking,
+    *,
+    classifier: Mapping[str, Any] | None = None,
+    multi: MultiModelScores | None = None,
+    eol: str = "\r\n",
+) -> tuple[dict[str, Any], list[Path]]:
+    """Write the four official files plus ``report.json`` / ``report.md``."""
+    written = []
+    for name, text in official_files(result, eol=eol).items():
+        written.append(atomic_write_text(out_dir / name, text))
+    payload = report_payload(result, ranking, classifier=classifier, multi=multi)
+    written.append(atomic_write_json(out_dir / "report.json", payload))
+    written.append(atomic_write_text(out_dir / "report.md", report_markdown(payload)))
+    return payload, written
+
+
+def stage_score(
+    source: Path,
+    *,
+    trials: int = 10,
+    exact: bool = False,
+    progress: Progress | None = None,
+    models: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    zero_shot: str | None = None,
+) -> ScoreStageReport:
+    """Score ``source`` and write ``source/result/`` (official files + ``report.json``/``.md``).
+
+    With ``models`` each name is a sub-folder laid out as a competition folder; each is scored on
+    its own (weights per model, files in ``<model>/result/``) and the per-model prompt scores are
+    summed and normalized into ``source/result/report.json`` (2025 aggregation). Baselines default
+    to folders named ``baseline*``; the zero-shot baseline to ``baseline_zero_shot``.
+    """
+    source = Path(source)
+    options: dict[str, Any] = {"baselines": baselines, "zero_shot": zero_shot}
+    stage = ScoreStageReport(stage="score")
+    if not models:
+        result = score_folder(source, trials=trials, exact=exact, progress=progress)
+        ranking = ranking_for(result, **options)
+        payload, written = write_results(
+            source / "result", result, ranking, classifier=_classifier_identity(source)
+        )
+    else:
+        per_model: dict[str, CompetitionScores] = {}
+        classifier = None
+        written = []
+        for model in models:
+            folder = source / model
+            per_model[model] = score_folder(folder, trials=trials, exact=exact, progress=progress)
+            classifier = classifier or _classifier_identity(folder)
+            _, files = write_results(
+                folder / "result",
+                per_model[model],
+                ranking_for(per_model[model], **options),
+                classifier=classifier,
+            )
+            written.extend(files)
+        multi = combine_models(per_model)
+        lengths: dict[str, int | None] = {}
+        for r in per_model.values():
+            for name, length in r.prompt_lengths.items():
+                lengths.setdefault(name, length)
+        ranking = rank_programs(list(multi.normalized.items()), prompt_lengths=lengths, **options)
+        payload = report_payload(per_model[models[0]], ranking, classifier=classifier, multi=multi)
+        payload["note"] = "weights, trial and character scores are per model (see <model>/result/)"
+        written.append(atomic_write_json(source / "result" / "report.json", payload))
+        written.append(atomic_write_text(source / "result" / "report.md", report_markdown(payload)))
+    stage.report = payload
+    stage.outputs = written
+    stage.succeeded = len(payload["programs"])
+    return stage
+
+
+__all__ = [
+    "STAGES",
+    "Progress",
+    "constants_json",
+    "image_files",
+    "ScoreStageReport",
+    "team_names",
+    "official_files",
+    "read_program",
+    "report_markdown",
+    "report_payload",
+    "score_folder",
+    "stage_diversity",
+    "stage_score",
+    "stage_similarity",
+    "write_results",
+]
