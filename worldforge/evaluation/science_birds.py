@@ -15,9 +15,8 @@ options=...)``): ``programs`` (built-in names or folders; default both baselines
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,8 @@ from worldforge.evaluation.science_birds_run import (
     iter_progress_columns,
 )
 from worldforge.evaluation.science_birds_stages import StageCache, stage_versions
+from worldforge.evaluation.suite import EvaluationSuite
+from worldforge.evaluation.types import EvaluationScenario
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -75,8 +76,6 @@ def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) 
                 run.add_input_file(name, path)
             else:
                 run.add_input_value(name, turn.text)
-    run.add_input_value("science-birds:suite", config.identity())
-    run.add_input_value("science-birds:models", {k: _model_identity(v, k) for k, v in manifests.items()})
 
 
 def evaluate(
@@ -85,7 +84,7 @@ def evaluate(
     forge: Any,
     options: Mapping[str, Any] | None = None,
     run: Any = None,
-    dataset_manifests: Sequence[Mapping[str, Any]] | None = None,
+    dataset_manifests: Iterable[Any] | None = None,
     classifier: Classifier | None = None,
     state: RunState | None = None,
     command: Sequence[str] | None = None,
@@ -122,7 +121,23 @@ def evaluate(
     identities = {k: _model_identity(v, k) for k, v in manifests.items()}
     classifier = classifier or Classifier(config.classifier)
     cache = StageCache(_cache_root(config, run))
+    from worldforge.evaluation.suite import _dataset_refs
+
+    dataset_refs = _dataset_refs(dataset_manifests)
+    input_payload = {
+        "suite_id": SUITE_ID,
+        "suite_version": SUITE_VERSION,
+        "providers": models,
+        "config": config.identity(),
+        "models": identities,
+        "classifier": classifier.identity(),
+        "dataset_manifests": dataset_refs,
+    }
+    events_before = int(getattr(forge, "event_count", 0) or 0)
     if run is not None:
+        run.add_input_value("evaluation", input_payload)
+        if dataset_refs:
+            run.add_dataset_refs(dataset_refs)
         _record_inputs(run, config, manifests)
         run.emit("suite.started", {"suite_id": SUITE_ID, "items": len(enumerate_items(models, config))})
 
@@ -180,23 +195,9 @@ def evaluate(
     extra = official_artifacts(scores)
     state.add("score_and_report", time.perf_counter() - t0)
 
-    input_digest = digest_payload(
-        {
-            "suite_id": SUITE_ID,
-            "suite_version": SUITE_VERSION,
-            "providers": models,
-            "config": config.identity(),
-            "models": identities,
-            "dataset_manifests": [dict(d) for d in dataset_manifests or []],
-        }
-    )
-    result_digest = digest_payload(
-        {
-            "results": [r.to_dict() for r in results],
-            "items": {k: digest_payload(v) for k, v in sorted(records.items())},
-            "sections": sections,
-        }
-    )
+    input_digest = digest_payload(input_payload)
+    # The same payload the core's ``result_payload(report)`` digests (the run's result digest).
+    result_digest = digest_payload({"results": [r.to_dict() for r in results], "sections": sections})
     from worldforge.core.timeutil import utc_now_iso
 
     failed = sum(1 for r in records.values() if r.get("status") != "ok")
@@ -217,10 +218,12 @@ def evaluate(
         providers=models,
         capabilities=["generate"],
         runtime_manifests={k: v for k, v in manifests.items() if v is not None},
-        dataset_manifests=[dict(d) for d in dataset_manifests or []],
-        event_count=int(getattr(forge, "event_count", 0) or 0),
+        dataset_manifests=dataset_refs,
+        event_count=int(getattr(forge, "event_count", 0) or 0) - events_before,
         notes=f"{len(records)} items; {failed} failed trials",
     )
+    from worldforge.evaluation.gallery import build_cases
+
     report = EvaluationReport(
         SUITE_ID,
         SUITE_NAME,
@@ -230,6 +233,7 @@ def evaluate(
         provenance=provenance,
         sections=sections,
         extra_artifacts=extra,
+        gallery_cases=build_cases(results, cli_ref=SUITE_ID, options=cli_options(config.options)),
         suite_version=SUITE_VERSION,
     )
     if run is not None:
@@ -237,8 +241,86 @@ def evaluate(
     return report
 
 
-def _progress_default() -> bool:
-    return sys.stderr.isatty()
+#: Options that map to ``worldforge eval`` flags (used for rerun commands in the failure gallery).
+CLI_OPTION_KEYS = (
+    "programs",
+    "trials",
+    "characters",
+    "classifier",
+    "workers",
+    "diversity_vector",
+    "seed",
+    "ollama_host",
+)
 
 
-__all__ = ["CLAIM_BOUNDARY", "METRIC_SEMANTICS", "SUITE_ID", "SUITE_VERSION", "evaluate"]
+def cli_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in CLI_OPTION_KEYS:
+        value = options.get(key, options.get("program") if key == "programs" else None)
+        if value is not None and value != [] and value != "":
+            out[key] = value
+    return out
+
+
+def _not_standalone(context: Any) -> Any:
+    raise WorldForgeError("science-birds scenarios run through EvaluationSuite.run_report, not one by one.")
+
+
+class ScienceBirdsSuite(EvaluationSuite):
+    """One scenario per prompt program; ``run_report`` runs every item of the protocol."""
+
+    def run_report(
+        self,
+        providers: str | Sequence[str],
+        *,
+        forge: Any = None,
+        world: Any = None,
+        dataset_manifests: Iterable[Any] | None = None,
+        run: Any = None,
+        command: Sequence[str] | None = None,
+        notes: str | None = None,
+    ) -> Any:
+        if forge is None:
+            from worldforge.forge import WorldForge
+
+            forge = WorldForge()
+        names = [providers] if isinstance(providers, str) else list(providers)
+        self.check_providers(names, forge)
+        return evaluate(
+            names,
+            forge=forge,
+            options=self.options,
+            run=run,
+            dataset_manifests=dataset_manifests,
+            command=command,
+        )
+
+
+def build_suite(options: Mapping[str, Any] | None = None) -> Any:
+    """Factory used by ``EvaluationSuite.from_builtin("science-birds", options=...)``."""
+    opts = dict(options or {})
+    config = SuiteConfig.from_options(opts)  # validate early: bad options fail before providers
+
+    scenarios = [
+        EvaluationScenario(
+            name=p.name,
+            description=f"prompt program {p.name!r} ({len(p.turns)} turn(s))",
+            required_capabilities=("generate",),
+            evaluator=_not_standalone,
+        )
+        for p in config.programs
+    ]
+    return ScienceBirdsSuite(
+        SUITE_NAME,
+        scenarios,
+        suite_id=SUITE_ID,
+        suite_version=SUITE_VERSION,
+        claim_boundary=CLAIM_BOUNDARY,
+        metric_semantics=METRIC_SEMANTICS,
+        options=opts,
+        cli_ref=SUITE_ID,
+    )
+
+
+__all__ = ["CLAIM_BOUNDARY", "METRIC_SEMANTICS", "SUITE_ID", "SUITE_VERSION", "build_suite", "evaluate"]

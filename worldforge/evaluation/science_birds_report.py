@@ -78,7 +78,7 @@ def build_sections(
     models = [ms.model for ms in scores.models]
     length = {p.name: p.prompt_length() for p in programs}
     ranking = []
-    for name in sorted(scores.totals, key=lambda p: (scores.ranks[p], p)):
+    for name in sorted(scores.totals, key=lambda p: (-scores.totals[p], p)):
         row: dict[str, Any] = {
             "rank": scores.ranks[name],
             "program": name,
@@ -136,6 +136,7 @@ def build_sections(
             )
     winner_line = {
         "winners": list(scores.winners),
+        "decided_by": base.get("decided_by"),
         "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
         "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
         "<OBJECT> substitution), then co-winners",
@@ -219,24 +220,34 @@ def build_sections(
 
 
 def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
-    """The official result files per model (``science-birds/<model>/result/...``) when available."""
+    """The official result files per model plus the combined ranking.
+
+    ``science-birds/<model>/result/{constants.json, trial_scores.csv, character_scores.csv,
+    prompt_scores_ranks.csv}`` in the official formats (one competition folder per model, as the
+    2025 edition scored each model separately), and ``science-birds/ranking.json`` with the totals
+    over models, normalised scores, ranks and the tie-break decision.
+    """
+    from worldforge.pcg.folder_scoring import official_files
+
     out: dict[str, str | bytes] = {}
-    try:
-        from worldforge.pcg import scoring
-    except ImportError:  # pragma: no cover - scoring ships with the package
-        return out
-    writer = getattr(scoring, "official_outputs", None)
     for ms in scores.models:
         slug = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in ms.model)
-        base = f"science-birds/{slug}/result"
-        if ms.official is not None and callable(writer):
-            files = writer(ms.official)
-            for name, text in sorted(files.items()):
-                out[f"{base}/{name}"] = text
-        else:
-            out[f"{base}/scores.json"] = pretty_json(
-                {"weights": ms.weights, "prompt": ms.prompt, "char_scores": ms.char_scores}
-            )
+        for name, text in sorted(official_files(ms.official).items()):
+            out[f"science-birds/{slug}/result/{name}"] = text
+    if scores.combined is not None and scores.ranking is not None:
+        ar = scores.combined.arithmetic
+        out["science-birds/ranking.json"] = pretty_json(
+            {
+                "models": list(scores.combined.models),
+                "per_model": {
+                    p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()
+                },
+                "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
+                "normalized": {p: ar.text(v) for p, v in scores.combined.normalized.items()},
+                "competition": ar.text(scores.combined.competition),
+                "ranking": scores.ranking.to_dict(ar),
+            }
+        )
     return out
 
 

@@ -39,10 +39,12 @@ class CohortScores:
     models: list[ModelScores]
     totals: dict[str, float]
     normalized: dict[str, float]
-    ranks: dict[str, int]
+    ranks: dict[str, int | None]
     winners: list[str]
     baseline: dict[str, Any]
     means: dict[str, dict[str, float]] = field(default_factory=dict)
+    combined: Any = None  # pcg.scoring.MultiModelScores
+    ranking: Any = None  # pcg.scoring.Ranking
 
 
 def _vector(record: Mapping[str, Any], kind: str) -> list[float] | None:
@@ -126,7 +128,14 @@ def score_cohort(
     vector_kind: str = "softmax",
     exact: bool = False,
 ) -> CohortScores:
-    """Per-model scores, totals over models, normalised ranking with the shortest-prompt tie-break."""
+    """Per-model scores, totals over models, normalised ranking with the shortest-prompt tie-break.
+
+    Built-in baselines are scored (they count in the weights) but, as in the competition, not
+    ranked -- unless every program is a baseline, in which case all are ranked so that a baseline
+    run still shows an order.
+    """
+    from worldforge.pcg.scoring import combine_models, rank_programs
+
     if trials < 2:
         raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")
     names = [p.name for p in programs]
@@ -136,28 +145,30 @@ def score_cohort(
     model_scores = [
         score_model(m, by_model[m], programs, letters, trials, vector_kind, exact) for m in models
     ]
-    totals = {p: sum(ms.prompt[p] for ms in model_scores) for p in names}
-    competition = sum(totals.values())
-    normalized = {p: (100.0 * totals[p] / competition if competition > 0 else 0.0) for p in names}
-    length = {p.name: p.prompt_length() for p in programs}
-    order = sorted(names, key=lambda p: (-totals[p], length[p], p))
-    ranks: dict[str, int] = {}
-    for i, p in enumerate(order):
-        prev = order[i - 1] if i else None
-        same = prev is not None and totals[prev] == totals[p] and length[prev] == length[p]
-        ranks[p] = ranks[prev] if same and prev is not None else i + 1
-    top = totals[order[0]] if order else 0.0
-    tied = [p for p in order if totals[p] == top]
-    shortest = min(length[p] for p in tied) if tied else 0
-    winners = [p for p in tied if length[p] == shortest] if top > 0 else []
-    baseline: dict[str, Any] = {"baseline": ZERO_SHOT_BASELINE if ZERO_SHOT_BASELINE in totals else None}
-    if baseline["baseline"] is not None:
-        base_total = totals[ZERO_SHOT_BASELINE]
+    combined = combine_models({ms.model: ms.official for ms in model_scores})
+    ar = combined.arithmetic
+    totals = {p: ar.to_float(combined.totals[p]) for p in names}
+    normalized = {p: ar.to_float(combined.normalized[p]) for p in names}
+    lengths: dict[str, int | None] = {p.name: p.prompt_length() for p in programs}
+    baselines = [p.name for p in programs if p.builtin]
+    if len(baselines) == len(names):
+        baselines = []
+    zero_shot = ZERO_SHOT_BASELINE if ZERO_SHOT_BASELINE in names else None
+    ranking = rank_programs(
+        [(p, combined.normalized[p]) for p in names],
+        prompt_lengths=lengths,
+        baselines=baselines,
+        zero_shot=zero_shot,
+    )
+    ranks = {e.program: e.rank for e in ranking.entries}
+    baseline: dict[str, Any] = {"baseline": zero_shot, "decided_by": ranking.decided_by}
+    if zero_shot is not None:
+        base_total = totals[zero_shot]
         baseline["baseline_total"] = base_total
         baseline["programs"] = {
             p: {"total": totals[p], "beats_baseline": totals[p] > base_total} for p in names
         }
-        baseline["winner_beats_baseline"] = bool(winners) and all(totals[w] > base_total for w in winners)
+        baseline["winner_beats_baseline"] = ranking.beats_zero_shot
     means: dict[str, dict[str, float]] = {}
     for p in names:
         recs = [r for r in records.values() if r["program"] == p]
@@ -169,7 +180,10 @@ def score_cohort(
             "diversity": sum(divs) / len(divs) if divs else 0.0,
             "ok_rate": sum(1 for r in recs if r.get("status") == "ok") / n,
         }
-    return CohortScores(model_scores, totals, normalized, ranks, winners, baseline, means)
+    cohort = CohortScores(model_scores, totals, normalized, ranks, list(ranking.winners), baseline, means)
+    cohort.combined = combined
+    cohort.ranking = ranking
+    return cohort
 
 
 __all__ = ["CohortScores", "ModelScores", "score_cohort", "score_model"]
