@@ -1,0 +1,203 @@
+"""``.worldforge/config.yaml``: project defaults for run workspaces, retention, Ollama, classifier, workers.
+
+The file is optional. It is looked up at ``$WORLDFORGE_CONFIG`` or ``./.worldforge/config.yaml``;
+relative paths inside it resolve against the project directory (the parent of ``.worldforge``), so
+a command behaves the same from any sub-directory that passes the same config. Unknown keys are an
+error naming the key and the allowed ones, because a typo such as ``keep_lastest`` silently falling
+back to a default is exactly the kind of surprise that deletes runs someone wanted to keep.
+A commented example lives in ``.worldforge.example/config.yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.errors import WorldForgeError
+
+CONFIG_ENV = "WORLDFORGE_CONFIG"
+DEFAULT_CONFIG_PATH = Path(".worldforge") / "config.yaml"
+DEFAULT_WORKSPACE_DIR = Path(".worldforge")
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    max_age_days: int = 30
+    keep_latest: int = 10
+    young_hours: float = 24.0
+
+
+@dataclass(frozen=True)
+class OllamaConfig:
+    host: str = "http://127.0.0.1:11434"
+    model: str | None = None
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    checkpoint: str | None = None
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class WorldForgeConfig:
+    """Parsed configuration; ``source`` is ``None`` when no file exists (all defaults)."""
+
+    source: Path | None = None
+    workspace_dir: Path | None = None
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    ollama: OllamaConfig = field(default_factory=OllamaConfig)
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    workers: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workspace_dir": self.workspace_dir.as_posix() if self.workspace_dir else None,
+            "retention": vars(self.retention).copy(),
+            "ollama": vars(self.ollama).copy(),
+            "classifier": vars(self.classifier).copy(),
+            "workers": self.workers,
+        }
+
+
+_SECTIONS: dict[str, type] = {
+    "retention": RetentionConfig,
+    "ollama": OllamaConfig,
+    "classifier": ClassifierConfig,
+}
+_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers")
+
+
+def _check_keys(where: str, data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in allowed:
+            raise WorldForgeError(f"{where}.{key}: unknown key (allowed: {', '.join(allowed)}).")
+
+
+def _number(where: str, value: Any, *, integer: bool, minimum: float) -> Any:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (integer and not isinstance(value, int))
+    ):
+        raise WorldForgeError(f"{where}: expected {'an integer' if integer else 'a number'}, got {value!r}.")
+    if value < minimum:
+        raise WorldForgeError(f"{where}: must be >= {minimum:g}, got {value!r}.")
+    return value
+
+
+def _section(name: str, raw: Any, label: str) -> Any:
+    cls = _SECTIONS[name]
+    if raw is None:
+        return cls()
+    if not isinstance(raw, dict):
+        raise WorldForgeError(f"{label}:{name}: expected a mapping.")
+    defaults = cls()
+    allowed = tuple(vars(defaults))
+    _check_keys(f"{label}:{name}", raw, allowed)
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f"{label}:{name}.{key}"
+        default = getattr(defaults, key)
+        if isinstance(default, bool):
+            raise WorldForgeError(f"{where}: unsupported")  # pragma: no cover - no boolean options yet
+        if isinstance(default, int):
+            values[key] = _number(where, value, integer=True, minimum=0)
+        elif isinstance(default, float):
+            values[key] = float(_number(where, value, integer=False, minimum=0))
+        elif value is not None and not isinstance(value, str):
+            raise WorldForgeError(f"{where}: expected a string, got {value!r}.")
+        else:
+            values[key] = value
+    if name == "ollama" and "host" in values:
+        host = str(values["host"])
+        if not host.startswith(("http://", "https://")):
+            raise WorldForgeError(f"{label}:ollama.host: expected an http(s) URL, got {host!r}.")
+    return cls(**values)
+
+
+def config_path() -> Path:
+    """Where the configuration is read from (the file may not exist)."""
+    override = os.environ.get(CONFIG_ENV)
+    return Path(override) if override else DEFAULT_CONFIG_PATH
+
+
+def parse_config(data: Any, source: Path) -> WorldForgeConfig:
+    """Validate a parsed YAML document."""
+    label = source.as_posix()
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise WorldForgeError(f"{label}: expected a mapping at the top level.")
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise WorldForgeError(f"{label}:{key}: unknown key (allowed: {', '.join(_TOP_KEYS)}).")
+    base = source.resolve().parent
+    if base.name.startswith(".worldforge"):
+        base = base.parent
+    workspace: Path | None = None
+    if data.get("workspace_dir") is not None:
+        raw = data["workspace_dir"]
+        if not isinstance(raw, str) or not raw.strip():
+            raise WorldForgeError(f"{label}:workspace_dir: expected a non-empty path string.")
+        path = Path(os.path.expanduser(raw))
+        workspace = path if path.is_absolute() else base / path
+    workers = 1
+    if "workers" in data:
+        workers = _number(f"{label}:workers", data["workers"], integer=True, minimum=1)
+    classifier = _section("classifier", data.get("classifier"), label)
+    if classifier.checkpoint and not Path(classifier.checkpoint).is_absolute():
+        classifier = ClassifierConfig(checkpoint=str(base / classifier.checkpoint), device=classifier.device)
+    return WorldForgeConfig(
+        source=source,
+        workspace_dir=workspace,
+        retention=_section("retention", data.get("retention"), label),
+        ollama=_section("ollama", data.get("ollama"), label),
+        classifier=classifier,
+        workers=workers,
+    )
+
+
+def load_config(path: str | Path | None = None) -> WorldForgeConfig:
+    """Load and validate the configuration; defaults when the file does not exist."""
+    import yaml
+
+    source = Path(path) if path is not None else config_path()
+    if not source.is_file():
+        if path is not None or os.environ.get(CONFIG_ENV):
+            raise WorldForgeError(f"{source}: configuration file not found.")
+        return WorldForgeConfig()
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise WorldForgeError(f"{source}:{where} invalid YAML ({getattr(exc, 'problem', exc)}).") from None
+    return parse_config(data, source)
+
+
+def default_run_workspace() -> Path | None:
+    """The configured run workspace for ``--run-workspace`` when the flag is omitted (``None``: off)."""
+    return load_config().workspace_dir
+
+
+def default_workspace_dir() -> Path:
+    """Workspace for ``worldforge runs …``: the configured one, else ``.worldforge``."""
+    return load_config().workspace_dir or DEFAULT_WORKSPACE_DIR
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "ClassifierConfig",
+    "OllamaConfig",
+    "RetentionConfig",
+    "WorldForgeConfig",
+    "config_path",
+    "default_run_workspace",
+    "default_workspace_dir",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,272 @@
+"""``runs diff``: what changed between two runs, and why it matters.
+
+Every change carries a reason code so a release reviewer can tell nondeterminism from an expected
+consequence of a changed input:
+
+* ``same-inputs-different-results`` — identical input digests (and code), different results;
+* ``provider-changed``, ``dataset-changed``, ``config-changed``, ``cohort-changed``,
+  ``code-version-changed``, ``model-changed``, ``input-changed`` — the cause of a difference;
+* ``upstream-stage-changed`` — a pipeline stage differs because an earlier stage of the item did;
+* ``item-added`` / ``item-removed`` — the item set differs.
+
+Per-item records may hold ``stages: {name: {"digest": ..., "input_digest"?, "version"?,
+"model_digest"?}}``; stages are compared in record order so the first differing stage is named.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_payload
+from worldforge.workspace.eventlog import read_chain
+from worldforge.workspace.run import EVENTS_NAME
+from worldforge.workspace.store import effective_status, load_manifest
+
+DIFF_SCHEMA_VERSION = 1
+CAUSE_PRIORITY = (
+    "provider-changed",
+    "dataset-changed",
+    "cohort-changed",
+    "model-changed",
+    "config-changed",
+    "code-version-changed",
+    "input-changed",
+)
+
+
+def _classify_name(name: str, default: str) -> str:
+    low = name.lower()
+    if "provider" in low:
+        return "provider-changed"
+    if "dataset" in low:
+        return "dataset-changed"
+    if "cohort" in low:
+        return "cohort-changed"
+    if any(word in low for word in ("model", "checkpoint", "classifier", "weights")):
+        return "model-changed"
+    return default
+
+
+def _load_items(run_dir: Path) -> dict[str, dict[str, Any]]:
+    items: dict[str, dict[str, Any]] = {}
+    for path in sorted((run_dir / "items").glob("*.json")) if (run_dir / "items").is_dir() else []:
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+            items[str(body["item_id"])] = body
+        except (ValueError, KeyError, TypeError, OSError):
+            continue
+    return items
+
+
+def _providers_seen(run_dir: Path) -> list[str]:
+    seen = set()
+    for event in read_chain(run_dir / EVENTS_NAME).events:
+        if event.get("type") == "provider.event":
+            seen.add(str((event.get("payload") or {}).get("provider")))
+    return sorted(seen)
+
+
+class _Collector:
+    def __init__(self, include_all: bool) -> None:
+        self.include_all = include_all
+        self.changes: list[dict[str, Any]] = []
+
+    def compare(self, section: str, path: str, a: Any, b: Any, reason: str) -> bool:
+        if a == b:
+            if self.include_all:
+                self.changes.append(
+                    {"section": section, "path": path, "change": "unchanged", "a": a, "b": b, "reason": None}
+                )
+            return False
+        change = "added" if a is None else "removed" if b is None else "modified"
+        self.changes.append(
+            {"section": section, "path": path, "change": change, "a": a, "b": b, "reason": reason}
+        )
+        return True
+
+
+def _stage_reason(sa: dict[str, Any], sb: dict[str, Any], upstream: bool, item_inputs_equal: bool) -> str:
+    for key in ("version", "impl_version", "code_version"):
+        if sa.get(key) != sb.get(key):
+            return "code-version-changed"
+    for key in ("model_digest", "weights_digest", "checkpoint_digest"):
+        if sa.get(key) != sb.get(key):
+            return "model-changed"
+    if sa.get("cohort_digest") != sb.get("cohort_digest"):
+        return "cohort-changed"
+    if upstream:
+        return "upstream-stage-changed"
+    if sa.get("input_digest") != sb.get("input_digest") or not item_inputs_equal:
+        return "input-changed"
+    return "same-inputs-different-results"
+
+
+def _diff_items(
+    c: _Collector, a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], run_inputs_equal: bool
+) -> None:
+    for item_id in sorted(set(a) | set(b)):
+        ia, ib = a.get(item_id), b.get(item_id)
+        base = f"items/{item_id}"
+        if ia is None or ib is None:
+            c.compare(
+                "items",
+                base,
+                ia and ia.get("record_digest"),
+                ib and ib.get("record_digest"),
+                "item-added" if ia is None else "item-removed",
+            )
+            continue
+        inputs_equal = ia.get("input_digest") == ib.get("input_digest")
+        c.compare(
+            "items",
+            base + "#input_digest",
+            ia.get("input_digest"),
+            ib.get("input_digest"),
+            "input-changed" if not run_inputs_equal else "same-inputs-different-results",
+        )
+        ra, rb = ia.get("record") or {}, ib.get("record") or {}
+        if isinstance(ra, dict) and isinstance(rb, dict) and isinstance(ra.get("cohort_digest"), str):
+            c.compare(
+                "items",
+                base + "#cohort_digest",
+                ra.get("cohort_digest"),
+                rb.get("cohort_digest"),
+                "cohort-changed",
+            )
+        stages_a = ra.get("stages") if isinstance(ra, dict) else None
+        stages_b = rb.get("stages") if isinstance(rb, dict) else None
+        if isinstance(stages_a, dict) and isinstance(stages_b, dict):
+            upstream = False
+            order = list(stages_a) + [s for s in stages_b if s not in stages_a]
+            for stage in order:
+                sa, sb = stages_a.get(stage), stages_b.get(stage)
+                if not isinstance(sa, dict) or not isinstance(sb, dict):
+                    c.compare(
+                        "stages",
+                        f"{base}/stages/{stage}",
+                        sa and sa.get("digest"),
+                        sb and sb.get("digest"),
+                        "code-version-changed",
+                    )
+                    upstream = True
+                    continue
+                reason = _stage_reason(sa, sb, upstream, inputs_equal and run_inputs_equal)
+                if c.compare("stages", f"{base}/stages/{stage}", sa.get("digest"), sb.get("digest"), reason):
+                    upstream = True
+        reason = "same-inputs-different-results" if inputs_equal and run_inputs_equal else "input-changed"
+        c.compare("items", base + "#record_digest", ia.get("record_digest"), ib.get("record_digest"), reason)
+
+
+def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, Any]:
+    """Compare two run directories; see the module docstring for the reason codes."""
+    ma, mb = load_manifest(dir_a), load_manifest(dir_b)
+    c = _Collector(include_all)
+    c.compare("manifest", "kind", ma.get("kind"), mb.get("kind"), "config-changed")
+    ea, eb = ma.get("environment") or {}, mb.get("environment") or {}
+    c.compare(
+        "code",
+        "worldforge_version",
+        ma.get("worldforge_version"),
+        mb.get("worldforge_version"),
+        "code-version-changed",
+    )
+    c.compare(
+        "code",
+        "git.commit",
+        (ea.get("git") or {}).get("commit"),
+        (eb.get("git") or {}).get("commit"),
+        "code-version-changed",
+    )
+    c.compare(
+        "code",
+        "git.dirty",
+        (ea.get("git") or {}).get("dirty"),
+        (eb.get("git") or {}).get("dirty"),
+        "code-version-changed",
+    )
+    ca, cb = ma.get("config") or {}, mb.get("config") or {}
+    for key in sorted(set(ca) | set(cb)):
+        c.compare("config", f"config.{key}", ca.get(key), cb.get(key), _classify_name(key, "config-changed"))
+    ia = {e["name"]: e for e in ma.get("inputs") or []}
+    ib = {e["name"]: e for e in mb.get("inputs") or []}
+    for name in sorted(set(ia) | set(ib)):
+        c.compare(
+            "inputs",
+            f"inputs.{name}",
+            (ia.get(name) or {}).get("digest"),
+            (ib.get(name) or {}).get("digest"),
+            _classify_name(name, "input-changed"),
+        )
+    da = {str(r.get("id")): r for r in ma.get("dataset_manifests") or []}
+    db = {str(r.get("id")): r for r in mb.get("dataset_manifests") or []}
+    for ref_id in sorted(set(da) | set(db)):
+        c.compare(
+            "datasets",
+            f"dataset_manifests.{ref_id}",
+            da[ref_id] and digest_payload(da[ref_id]) if ref_id in da else None,
+            digest_payload(db[ref_id]) if ref_id in db else None,
+            "dataset-changed",
+        )
+    c.compare(
+        "providers", "provider events", _providers_seen(dir_a), _providers_seen(dir_b), "provider-changed"
+    )
+    inputs_equal = ma.get("input_digest") == mb.get("input_digest")
+    c.compare("inputs", "input_digest", ma.get("input_digest"), mb.get("input_digest"), "input-changed")
+    _diff_items(c, _load_items(dir_a), _load_items(dir_b), inputs_equal)
+
+    causes = sorted(
+        {ch["reason"] for ch in c.changes if ch["reason"] in CAUSE_PRIORITY}, key=CAUSE_PRIORITY.index
+    )
+    ra, rb = ma.get("result_digest"), mb.get("result_digest")
+    identical = ra is not None and ra == rb
+    if not identical:
+        if ra is None or rb is None:
+            reason = "result-missing"
+        elif inputs_equal and "code-version-changed" not in causes:
+            reason = "same-inputs-different-results"
+        else:
+            reason = causes[0] if causes else "input-changed"
+        c.changes.append(
+            {
+                "section": "results",
+                "path": "result_digest",
+                "change": "modified",
+                "a": ra,
+                "b": rb,
+                "reason": reason,
+            }
+        )
+    elif include_all:
+        c.changes.append(
+            {
+                "section": "results",
+                "path": "result_digest",
+                "change": "unchanged",
+                "a": ra,
+                "b": rb,
+                "reason": None,
+            }
+        )
+    reasons = sorted({ch["reason"] for ch in c.changes if ch["reason"]})
+    side = lambda d, m: {  # noqa: E731
+        "run_id": m.get("run_id"),
+        "kind": m.get("kind"),
+        "status": effective_status(d, m),
+        "input_digest": m.get("input_digest"),
+        "result_digest": m.get("result_digest"),
+    }
+    return {
+        "schema_version": DIFF_SCHEMA_VERSION,
+        "a": side(dir_a, ma),
+        "b": side(dir_b, mb),
+        "identical_results": identical,
+        "causes": causes,
+        "reasons": reasons,
+        "change_count": sum(1 for ch in c.changes if ch["change"] != "unchanged"),
+        "changes": c.changes,
+    }
+
+
+__all__ = ["CAUSE_PRIORITY", "DIFF_SCHEMA_VERSION", "diff_runs"]

@@ -1,0 +1,161 @@
+"""``events.jsonl``: an append-only, hash-chained, fsynced event log.
+
+Each line is the canonical JSON of ``{seq, time, type, payload, prev}`` where ``prev`` is the
+``sha256:`` digest of the previous line's bytes (``null`` on the first line). A reviewer can detect
+an edited, dropped or reordered line offline, and a line cut short by ``kill -9`` is recognisable
+because every complete line ends with ``\\n``. Lines are flushed and fsynced one by one so that the
+log is the durable record of what finished before a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.canonical import canonical_json
+from worldforge.core.digests import digest_bytes
+
+TERMINAL_EVENTS = ("run.finished", "run.failed")
+
+
+def event_time() -> str:
+    """Millisecond UTC timestamp for event lines (never part of a digested payload)."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S") + f".{now.microsecond // 1000:03d}Z"
+
+
+@dataclass
+class ChainCheck:
+    """Result of reading and checking an event log."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    head: str | None = None  # digest of the last complete line
+    valid_bytes: int = 0  # length of the prefix made of complete, chain-valid lines
+    truncated_line: int | None = None
+
+    @property
+    def terminal(self) -> dict[str, Any] | None:
+        if self.events and self.events[-1].get("type") in TERMINAL_EVENTS:
+            return self.events[-1]
+        return None
+
+
+def read_chain(path: Path) -> ChainCheck:
+    """Parse ``events.jsonl`` and check seq numbers and the hash chain (never raises on content)."""
+    check = ChainCheck()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        check.problems.append("events.jsonl is missing")
+        return check
+    prev: str | None = None
+    offset = 0
+    lines = data.split(b"\n")
+    for index, raw in enumerate(lines, start=1):
+        is_last = index == len(lines)
+        if is_last:
+            if raw:
+                check.truncated_line = index
+                check.problems.append(f"events.jsonl line {index} is truncated (no final newline)")
+            break
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            check.problems.append(f"events.jsonl line {index} is not valid JSON")
+            break
+        if not isinstance(event, dict):
+            check.problems.append(f"events.jsonl line {index} is not an object")
+            break
+        if event.get("seq") != index:
+            check.problems.append(f"events.jsonl line {index}: seq {event.get('seq')!r}, expected {index}")
+            break
+        if event.get("prev") != prev:
+            check.problems.append(
+                f"events.jsonl line {index}: hash chain broken (prev does not match line {index - 1})"
+            )
+            break
+        try:
+            if canonical_json(event) != raw:
+                check.problems.append(f"events.jsonl line {index} is not in canonical form (edited?)")
+                break
+        except ValueError:
+            check.problems.append(f"events.jsonl line {index} holds non-canonical values")
+            break
+        prev = digest_bytes(raw)
+        check.events.append(event)
+        offset += len(raw) + 1
+        check.valid_bytes = offset
+    check.head = prev
+    return check
+
+
+class EventLog:
+    """Appends chained lines to ``events.jsonl``; thread-safe (provider events may come from pools)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        existing = read_chain(path) if path.exists() else ChainCheck()
+        self.repaired_bytes = 0
+        if path.exists():
+            size = path.stat().st_size
+            if existing.problems and existing.truncated_line is None:
+                from worldforge.core.errors import WorldForgeError
+
+                raise WorldForgeError(
+                    f"{path.name}: {existing.problems[0]}; refusing to append to a damaged log."
+                )
+            if size > existing.valid_bytes:  # a line cut short by a crash: drop the partial tail
+                self.repaired_bytes = size - existing.valid_bytes
+                with open(path, "r+b") as handle:
+                    handle.truncate(existing.valid_bytes)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        self._seq = len(existing.events)
+        self._prev = existing.head
+        self.types = [str(e.get("type")) for e in existing.events]
+        self.last_payloads: dict[str, dict[str, Any]] = {}
+        for event in existing.events:
+            self.last_payloads[str(event.get("type"))] = event.get("payload") or {}
+        self._handle = open(path, "ab")  # noqa: SIM115 - closed in close()
+
+    @property
+    def count(self) -> int:
+        return self._seq
+
+    @property
+    def head(self) -> str | None:
+        return self._prev
+
+    def append(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            record = {
+                "seq": self._seq + 1,
+                "time": event_time(),
+                "type": event_type,
+                "payload": payload,
+                "prev": self._prev,
+            }
+            line = canonical_json(record)
+            self._handle.write(line + b"\n")
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._seq += 1
+            self._prev = digest_bytes(line)
+            self.types.append(event_type)
+            self.last_payloads[event_type] = payload
+            return record
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.close()
+
+
+__all__ = ["TERMINAL_EVENTS", "ChainCheck", "EventLog", "event_time", "read_chain"]

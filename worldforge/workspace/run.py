@@ -1,0 +1,603 @@
+"""One run in a run workspace: ``DIR/runs/<run-id>/`` with a manifest, an event log and artifacts.
+
+The :func:`start_run` context manager is the only way commands create or resume runs, so every
+command gets the same guarantees:
+
+* the run directory is created exclusively and locked (``fcntl.flock`` on ``.lock``) for as long as
+  the block runs, so two processes never write one run while any number of runs share a workspace;
+* ``run_manifest.json`` is rewritten atomically (temp + fsync + rename) and holds only portable
+  paths (run-relative, repo-relative or ``<external>/name``);
+* ``events.jsonl`` is hash-chained and fsynced per line; it starts with ``run.started`` and ends
+  with ``run.finished`` or ``run.failed`` (status ``failed`` or ``interrupted``);
+* per-item records are written before their ``item.completed`` event, so after ``kill -9`` the
+  event log says exactly which items may be reused by ``resume``;
+* input and result digests use the one recipe of :mod:`worldforge.core.digests`; timestamps live
+  only in fields that are never digested.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import mimetypes
+import os
+import re
+import shlex
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from types import FrameType
+from typing import Any
+
+from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_native
+from worldforge.core.digests import digest_bytes, digest_file, digest_payload, is_digest, require_digest
+from worldforge.core.errors import WorldForgeError
+from worldforge.core.io import atomic_write_bytes, atomic_write_json
+from worldforge.core.timeutil import utc_now_iso
+from worldforge.workspace.environment import environment_summary
+from worldforge.workspace.eventlog import EventLog
+from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
+
+SCHEMA_VERSION = 1
+DIGEST_RECIPE = "wf-jcs-sha256/1"
+MANIFEST_NAME = "run_manifest.json"
+EVENTS_NAME = "events.jsonl"
+LOCK_NAME = ".lock"
+LOCAL_DIR = ".local"
+RESULT_PATH = "results/result.json"
+STATUSES = ("running", "completed", "failed", "interrupted")
+RESERVED_EVENTS = ("run.started", "run.resumed", "run.finished", "run.failed")
+_RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR}
+_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM during a run."""
+
+
+def _sanitize(value: Any) -> Any:
+    from worldforge.evidence.sanitize import sanitize_value
+
+    return sanitize_value(value)
+
+
+def portable_path(path: str | Path) -> str:
+    """A path safe to record: relative to the current directory when inside it, else ``<external>/name``."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return f"<external>/{resolved.name}"
+
+
+def safe_relpath(relpath: str) -> str:
+    """Validate a run-relative artifact path (no absolute paths, ``..``, backslashes or reserved names)."""
+    if not isinstance(relpath, str) or not relpath or "\\" in relpath or relpath.startswith("/"):
+        raise WorldForgeError(f"artifact path {relpath!r}: must be a relative POSIX path inside the run.")
+    parts = PurePosixPath(relpath).parts
+    if any(part in ("", ".", "..") for part in parts) or parts[0] in _RESERVED_NAMES:
+        raise WorldForgeError(f"artifact path {relpath!r}: escapes the run or names a reserved file.")
+    return PurePosixPath(*parts).as_posix()
+
+
+def item_filename(item_id: str) -> str:
+    """File name for an item record: readable slug plus a digest suffix (ids may contain ``/`` or ``:``)."""
+    slug = _SLUG_RE.sub("_", item_id).strip("._")[:80] or "item"
+    return f"items/{slug}.{digest_payload(item_id)[7:19]}.json"
+
+
+def dataset_ref_digest(ref: dict[str, Any]) -> str:
+    """The digest that identifies a compact dataset-manifest reference."""
+    for key in ("sha256", "digest"):
+        value = ref.get(key)
+        if is_digest(value):
+            return str(value)
+    return digest_payload(ref)
+
+
+def compute_input_digest(
+    kind: str, config: Any, inputs: list[dict[str, Any]], datasets: list[dict[str, Any]]
+) -> str:
+    """Digest of everything that determines a run's result (no timestamps, no argv, no host paths)."""
+    return digest_payload(
+        {
+            "kind": kind,
+            "config": config,
+            "inputs": [
+                {"name": e["name"], "digest": e["digest"]} for e in sorted(inputs, key=lambda e: e["name"])
+            ],
+            "dataset_manifests": sorted(dataset_ref_digest(ref) for ref in datasets),
+        }
+    )
+
+
+def items_digest(items: dict[str, dict[str, Any]]) -> str:
+    """Digest over ``[item_id, input_digest, record_digest]`` triples sorted by item id."""
+    return digest_payload([[k, items[k]["input_digest"], items[k]["record_digest"]] for k in sorted(items)])
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``<run>/.lock``; released when the process dies, even by ``kill -9``."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_NAME
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise WorldForgeError(
+                f"run {run_dir.name} is being written by another process; wait for it or pick another run."
+            ) from None
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+    @staticmethod
+    def is_locked(run_dir: Path) -> bool:
+        """True while some process (this one included) holds the run's lock."""
+        path = run_dir / LOCK_NAME
+        if not path.exists():
+            return False
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+class Run:
+    """A run being written. Obtain one from :func:`start_run`; see the module docstring."""
+
+    def __init__(self, workspace_dir: Path, run_dir: Path, manifest: dict[str, Any], lock: RunLock) -> None:
+        self.workspace_dir = workspace_dir
+        self.dir = run_dir
+        self.run_id: str = manifest["run_id"]
+        self.kind: str = manifest["kind"]
+        self._manifest = manifest
+        self._lock = lock
+        self._mutex = threading.RLock()
+        self._inputs: dict[str, dict[str, Any]] = {e["name"]: e for e in manifest.get("inputs", [])}
+        self._datasets: dict[str, dict[str, Any]] = {
+            dataset_ref_digest(r): r for r in manifest.get("dataset_manifests", [])
+        }
+        self._artifacts: dict[str, dict[str, Any]] = {a["path"]: a for a in manifest.get("artifacts", [])}
+        self._items: dict[str, dict[str, Any]] = {}
+        self._recorded_inputs: dict[str, str] | None = None
+        self._recorded_datasets: set[str] | None = None
+        self.finished = False
+        self.log = EventLog(run_dir / EVENTS_NAME)
+
+    # ------------------------------------------------------------------ manifest
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return dict(self._manifest)
+
+    @property
+    def status(self) -> str:
+        return str(self._manifest["status"])
+
+    @property
+    def input_digest(self) -> str:
+        return compute_input_digest(
+            self.kind, self._manifest["config"], list(self._inputs.values()), list(self._datasets.values())
+        )
+
+    def _write_manifest(self) -> None:
+        with self._mutex:
+            m = self._manifest
+            m["inputs"] = [self._inputs[k] for k in sorted(self._inputs)]
+            m["dataset_manifests"] = [self._datasets[k] for k in sorted(self._datasets)]
+            m["input_digest"] = self.input_digest
+            m["artifacts"] = [self._artifacts[k] for k in sorted(self._artifacts)]
+            m["items"] = {"count": len(self._items), "digest": items_digest(self._items)}
+            m["event_count"] = self.log.count
+            m["event_chain_head"] = self.log.head
+            m["updated_at"] = utc_now_iso()
+            atomic_write_json(self.dir / MANIFEST_NAME, m)
+
+    # ------------------------------------------------------------------ inputs
+    def _set_input(self, entry: dict[str, Any]) -> None:
+        name = entry["name"]
+        with self._mutex:
+            if self._recorded_inputs is not None:
+                recorded = self._recorded_inputs.get(name)
+                if recorded is None:
+                    raise WorldForgeError(
+                        f"resume {self.run_id}: input {name!r} was not part of the original run; "
+                        "inputs drifted, start a new run instead."
+                    )
+                if recorded != entry["digest"]:
+                    raise WorldForgeError(
+                        f"resume {self.run_id}: input {name!r} changed since the run started "
+                        f"(recorded {recorded}, now {entry['digest']}); start a new run instead."
+                    )
+            self._inputs[name] = entry
+            self._write_manifest()
+
+    def add_input_file(self, name: str, path: str | Path) -> str:
+        """Record a file input by the digest of its raw bytes; returns the digest."""
+        file_path = Path(path)
+        if not file_path.is_file():
+            raise WorldForgeError(f"{path}: input file {name!r} not found.")
+        digest = digest_file(file_path)
+        entry = {
+            "name": name,
+            "kind": "file",
+            "digest": digest,
+            "size": file_path.stat().st_size,
+            "path": portable_path(file_path),
+        }
+        self._set_input(entry)
+        return digest
+
+    def add_input_value(self, name: str, value: Any) -> str:
+        """Record a structured input by the digest of its canonical JSON; small values are kept for diffs."""
+        ensure_json_native(value, f"input {name}")
+        digest = digest_payload(value)
+        entry: dict[str, Any] = {"name": name, "kind": "value", "digest": digest}
+        if len(pretty_json(value)) <= 4096:
+            entry["value"] = _sanitize(value)
+        self._set_input(entry)
+        return digest
+
+    def add_dataset_refs(self, refs: list[dict[str, Any]]) -> None:
+        """Record compact dataset-manifest references (see :func:`worldforge.datasets.manifest_reference`)."""
+        with self._mutex:
+            for ref in refs:
+                if not isinstance(ref, dict) or not ref.get("id"):
+                    raise WorldForgeError("dataset reference: expected an object with an 'id'.")
+                ensure_json_native(ref, f"dataset reference {ref.get('id')}")
+                digest = dataset_ref_digest(ref)
+                if self._recorded_datasets is not None and digest not in self._recorded_datasets:
+                    raise WorldForgeError(
+                        f"resume {self.run_id}: dataset manifest {ref['id']!r} changed since the run started "
+                        f"(now {digest}); start a new run instead."
+                    )
+                self._datasets[digest] = _sanitize(ref)
+            self._write_manifest()
+
+    # ------------------------------------------------------------------ events
+    def emit(self, event_type: str, payload: dict[str, Any] | None = None) -> None:
+        """Append an event of any non-reserved type to ``events.jsonl``."""
+        if not isinstance(event_type, str) or not event_type.strip():
+            raise WorldForgeError("event type: must be a non-empty string.")
+        if event_type in RESERVED_EVENTS:
+            raise WorldForgeError(f"event type {event_type!r} is written by the run itself.")
+        body = to_json_native(payload or {})
+        ensure_json_native(body, f"event {event_type}")
+        self.log.append(event_type, body)
+
+    def event_sink(self, event: Any) -> None:
+        """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])``."""
+        payload = event.to_dict() if hasattr(event, "to_dict") else dict(event)
+        self.emit("provider.event", payload)
+
+    # ------------------------------------------------------------------ items
+    def completed_items(self) -> dict[str, Any]:
+        """``{item_id: record}`` of items already finished (non-empty only when resuming)."""
+        with self._mutex:
+            return {k: v["record"] for k, v in self._items.items()}
+
+    def completed_item_digests(self) -> dict[str, str]:
+        """``{item_id: input_digest}`` of finished items, to reuse only items whose inputs still match."""
+        with self._mutex:
+            return {k: v["input_digest"] for k, v in self._items.items()}
+
+    def record_item(self, item_id: str, input_digest: str, record: Any) -> str:
+        """Write ``items/<item>.json`` then log ``item.completed``; returns the record digest."""
+        if not isinstance(item_id, str) or not item_id:
+            raise WorldForgeError("item id: must be a non-empty string.")
+        require_digest(input_digest, f"item {item_id} input_digest")
+        record = to_json_native(record)
+        ensure_json_native(record, f"item {item_id}")
+        record_digest = digest_payload(record)
+        relpath = item_filename(item_id)
+        body = pretty_json(
+            {
+                "item_id": item_id,
+                "input_digest": input_digest,
+                "record": record,
+                "record_digest": record_digest,
+            }
+        ).encode("utf-8")
+        with self._mutex:
+            atomic_write_bytes(self.dir / relpath, body)
+            entry = {
+                "path": relpath,
+                "sha256": digest_bytes(body),
+                "size": len(body),
+                "media_type": "application/json",
+            }
+            self._artifacts[relpath] = entry
+            self._items[item_id] = {
+                "input_digest": input_digest,
+                "record_digest": record_digest,
+                "record": record,
+            }
+            self.log.append(
+                "item.completed",
+                {
+                    "item_id": item_id,
+                    "input_digest": input_digest,
+                    "record_digest": record_digest,
+                    "path": relpath,
+                    "sha256": entry["sha256"],
+                    "size": entry["size"],
+                },
+            )
+        return record_digest
+
+    # ------------------------------------------------------------------ artifacts
+    def write_artifact(self, relpath: str, data: str | bytes, media_type: str | None = None) -> Path:
+        """Atomically write ``data`` under the run, index it and log ``artifact.written``."""
+        rel = safe_relpath(relpath)
+        blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        kind = media_type or mimetypes.guess_type(rel)[0] or "application/octet-stream"
+        with self._mutex:
+            target = atomic_write_bytes(self.dir / rel, blob)
+            entry = {"path": rel, "sha256": digest_bytes(blob), "size": len(blob), "media_type": kind}
+            self._artifacts[rel] = entry
+            self.log.append("artifact.written", dict(entry))
+        return target
+
+    # ------------------------------------------------------------------ terminal states
+    def complete(self, result_payload: Any, claim_boundary: str | None = None) -> str:
+        """Finish the run: write ``results/result.json``, set ``result_digest`` and status ``completed``."""
+        payload = to_json_native(result_payload)
+        ensure_json_native(payload, "result_payload")
+        result_digest = digest_payload(payload)
+        self.write_artifact(RESULT_PATH, pretty_json(payload), "application/json")
+        with self._mutex:
+            m = self._manifest
+            m["status"] = "completed"
+            m["result_digest"] = result_digest
+            if claim_boundary is not None:
+                m["claim_boundary"] = claim_boundary
+            m["finished_at"] = utc_now_iso()
+            m.pop("error", None)
+            self.log.append(
+                "run.finished",
+                {
+                    "status": "completed",
+                    "input_digest": self.input_digest,
+                    "result_digest": result_digest,
+                    "item_count": len(self._items),
+                    "items_digest": items_digest(self._items),
+                },
+            )
+            self.finished = True
+            self._write_manifest()
+        return result_digest
+
+    def _terminate(self, status: str, exc: BaseException) -> None:
+        from worldforge.evidence.sanitize import sanitize_text
+
+        message = sanitize_text(" ".join(str(exc).split()))[:500] or type(exc).__name__
+        with self._mutex:
+            error = {"type": type(exc).__name__, "message": message}
+            self._manifest["status"] = status
+            self._manifest["error"] = error
+            self._manifest["finished_at"] = utc_now_iso()
+            self.log.append("run.failed", {"status": status, **error})
+            self.finished = True
+            self._write_manifest()
+
+    def _close(self) -> None:
+        self.log.close()
+        self._lock.release()
+
+
+# ---------------------------------------------------------------------- creation / resume
+
+
+def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]) -> Run:
+    run_id, run_dir = create_run_dir(workspace / "runs")
+    lock = RunLock(run_dir)
+    env = environment_summary()
+    clean_argv = [str(a) for a in _sanitize(list(argv))]
+    created = run_id_time(run_id)
+    manifest: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "digest_recipe": DIGEST_RECIPE,
+        "run_id": run_id,
+        "kind": kind,
+        "status": "running",
+        "argv": clean_argv,
+        "command": shlex.join(clean_argv),
+        "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ") if created else utc_now_iso(),
+        "worldforge_version": env["worldforge_version"],
+        "environment": env,
+        "config": config,
+        "config_digest": digest_payload(config),
+        "inputs": [],
+        "dataset_manifests": [],
+        "result_digest": None,
+        "claim_boundary": None,
+        "resume_count": 0,
+    }
+    # The exact argv and cwd are kept local-only (never bundled) so ``runs resume`` can re-invoke them.
+    atomic_write_json(
+        run_dir / LOCAL_DIR / "invocation.json", {"argv": [str(a) for a in argv], "cwd": os.getcwd()}
+    )
+    run = Run(workspace, run_dir, manifest, lock)
+    run.log.append(
+        "run.started",
+        {
+            "run_id": run_id,
+            "kind": kind,
+            "argv": clean_argv,
+            "config_digest": manifest["config_digest"],
+            "worldforge_version": env["worldforge_version"],
+        },
+    )
+    run._write_manifest()
+    return run
+
+
+def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any], run_id: str) -> Run:
+    from worldforge.workspace.store import load_manifest
+
+    require_run_id(run_id)
+    run_dir = workspace / "runs" / run_id
+    if not (run_dir / MANIFEST_NAME).is_file():
+        raise WorldForgeError(f"resume {run_id}: no such run under {portable_path(workspace)}/runs.")
+    lock = RunLock(run_dir)
+    try:
+        manifest = load_manifest(run_dir)
+        previous = manifest.get("status")
+        if previous == "completed":
+            raise WorldForgeError(f"resume {run_id}: the run already completed; nothing to resume.")
+        if manifest.get("kind") != kind:
+            raise WorldForgeError(f"resume {run_id}: recorded kind {manifest.get('kind')!r} is not {kind!r}.")
+        if manifest.get("config_digest") != digest_payload(config):
+            raise WorldForgeError(
+                f"resume {run_id}: the configuration changed since the run started "
+                f"(recorded {manifest.get('config_digest')}, now {digest_payload(config)}); "
+                "start a new run instead."
+            )
+        run = Run(workspace, run_dir, manifest, lock)
+    except BaseException:
+        lock.release()
+        raise
+    for stale in run_dir.rglob(".*.tmp"):  # temp files of atomic writes cut short by a crash
+        stale.unlink(missing_ok=True)
+    run._recorded_inputs = {e["name"]: e["digest"] for e in manifest.get("inputs", [])}
+    run._recorded_datasets = {dataset_ref_digest(r) for r in manifest.get("dataset_manifests", [])}
+    _rebuild_from_events(run)
+    previous_status = "interrupted" if previous == "running" else previous
+    manifest["status"] = "running"
+    manifest["resume_count"] = int(manifest.get("resume_count", 0)) + 1
+    manifest.pop("finished_at", None)
+    manifest.pop("error", None)
+    run.log.append(
+        "run.resumed",
+        {
+            "attempt": manifest["resume_count"],
+            "previous_status": previous_status,
+            "reused_items": len(run._items),
+            "repaired_bytes": run.log.repaired_bytes,
+            "argv": [str(a) for a in _sanitize(list(argv))],
+        },
+    )
+    run._write_manifest()
+    return run
+
+
+def _rebuild_from_events(run: Run) -> None:
+    """Reload the artifact index and finished items from the event log (the durable record)."""
+    import json
+
+    from worldforge.workspace.eventlog import read_chain
+
+    chain = read_chain(run.dir / EVENTS_NAME)
+    for event in chain.events:
+        payload = event.get("payload") or {}
+        if event.get("type") == "artifact.written":
+            run._artifacts[payload["path"]] = {
+                k: payload[k] for k in ("path", "sha256", "size", "media_type")
+            }
+        elif event.get("type") == "item.completed":
+            path = run.dir / payload["path"]
+            if not path.is_file() or digest_file(path) != payload.get("sha256"):
+                continue  # the record did not survive intact: recompute the item
+            body = json.loads(path.read_text(encoding="utf-8"))
+            run._items[payload["item_id"]] = {
+                "input_digest": body["input_digest"],
+                "record_digest": body["record_digest"],
+                "record": body["record"],
+            }
+            run._artifacts[payload["path"]] = {
+                "path": payload["path"],
+                "sha256": payload["sha256"],
+                "size": payload["size"],
+                "media_type": "application/json",
+            }
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise RunInterrupted(f"terminated by signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def start_run(
+    workspace_dir: str | Path,
+    kind: str,
+    argv: list[str],
+    config: dict[str, Any],
+    resume_run_id: str | None = None,
+) -> Iterator[Run]:
+    """Create (or resume) a run under ``workspace_dir/runs/`` and finalise it when the block exits.
+
+    An exception marks the run ``failed``; ``KeyboardInterrupt`` or SIGTERM mark it ``interrupted``;
+    leaving the block without :meth:`Run.complete` marks it ``failed`` too. The exception is re-raised.
+    """
+    if not isinstance(kind, str) or not kind.strip():
+        raise WorldForgeError("run kind: must be a non-empty string.")
+    config = to_json_native(dict(config or {}))
+    ensure_json_native(config, "run config")
+    config = _sanitize(config)
+    workspace = Path(workspace_dir)
+    if resume_run_id:
+        run = _resume_run(workspace, kind, list(argv), config, resume_run_id)
+    else:
+        run = _new_run(workspace, kind, list(argv), config)
+    try:
+        with _sigterm_as_interrupt():
+            try:
+                yield run
+            except KeyboardInterrupt as exc:
+                if not run.finished:
+                    run._terminate("interrupted", exc)
+                raise
+            except BaseException as exc:
+                if not run.finished:
+                    run._terminate("failed", exc)
+                raise
+            if not run.finished:
+                run._terminate("failed", WorldForgeError("the command ended without completing the run"))
+    finally:
+        run._close()
+
+
+__all__ = [
+    "DIGEST_RECIPE",
+    "EVENTS_NAME",
+    "LOCAL_DIR",
+    "LOCK_NAME",
+    "MANIFEST_NAME",
+    "RESULT_PATH",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Run",
+    "RunInterrupted",
+    "RunLock",
+    "compute_input_digest",
+    "dataset_ref_digest",
+    "item_filename",
+    "items_digest",
+    "portable_path",
+    "safe_relpath",
+    "start_run",
+]

@@ -1,0 +1,95 @@
+"""Reading a run workspace: manifests, effective status, listing and resolving run references."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.errors import WorldForgeError
+from worldforge.workspace.ids import is_run_id
+from worldforge.workspace.run import MANIFEST_NAME, RunLock
+
+
+def runs_dir(workspace_dir: str | Path) -> Path:
+    return Path(workspace_dir) / "runs"
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    """Parse ``run_manifest.json``; a missing or malformed manifest is a :class:`WorldForgeError`."""
+    path = run_dir / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: missing (not a run directory).") from None
+    except (OSError, ValueError) as exc:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: unreadable JSON ({exc}).") from None
+    if not isinstance(data, dict) or "run_id" not in data:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: not a run manifest object.")
+    return data
+
+
+def effective_status(run_dir: Path, manifest: dict[str, Any]) -> str:
+    """The manifest status, except that a ``running`` run nobody holds the lock of is ``interrupted``."""
+    status = str(manifest.get("status"))
+    if status == "running" and not RunLock.is_locked(run_dir):
+        return "interrupted"
+    return status
+
+
+def run_summary(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": manifest.get("run_id"),
+        "kind": manifest.get("kind"),
+        "status": effective_status(run_dir, manifest),
+        "created_at": manifest.get("created_at"),
+        "command": manifest.get("command"),
+        "input_digest": manifest.get("input_digest"),
+        "result_digest": manifest.get("result_digest"),
+        "item_count": (manifest.get("items") or {}).get("count", 0),
+        "artifact_count": len(manifest.get("artifacts") or []),
+        "event_count": manifest.get("event_count"),
+        "path": f"runs/{run_dir.name}",
+    }
+
+
+def list_runs(workspace_dir: str | Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """Summaries of every readable run, newest first (unreadable directories are skipped)."""
+    root = runs_dir(workspace_dir)
+    rows: list[dict[str, Any]] = []
+    if not root.is_dir():
+        return rows
+    for run_dir in sorted(root.iterdir(), key=lambda p: p.name, reverse=True):
+        if not run_dir.is_dir() or not (run_dir / MANIFEST_NAME).is_file():
+            continue
+        try:
+            manifest = load_manifest(run_dir)
+        except WorldForgeError:
+            continue
+        if kind and manifest.get("kind") != kind:
+            continue
+        rows.append(run_summary(run_dir, manifest))
+    return rows
+
+
+def resolve_run_dir(workspace_dir: str | Path, ref: str) -> Path:
+    """A run directory from an id, a unique id prefix, or a path to a run directory."""
+    candidate = Path(ref)
+    if (candidate / MANIFEST_NAME).is_file():
+        return candidate
+    root = runs_dir(workspace_dir)
+    if is_run_id(ref) and (root / ref / MANIFEST_NAME).is_file():
+        return root / ref
+    matches = (
+        sorted(p for p in root.glob(f"{ref}*") if (p / MANIFEST_NAME).is_file()) if root.is_dir() else []
+    )
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise WorldForgeError(
+            f"run {ref!r}: ambiguous prefix ({len(matches)} runs match); give more characters."
+        )
+    raise WorldForgeError(f"run {ref!r}: not found in the run workspace (see `worldforge runs list`).")
+
+
+__all__ = ["effective_status", "list_runs", "load_manifest", "resolve_run_dir", "run_summary", "runs_dir"]

@@ -1,0 +1,231 @@
+"""Offline verification of a run directory: artifact digests, input/result digests, the event chain.
+
+Everything is recomputed from the bytes on disk with the project's one digest recipe; nothing is
+trusted from the manifest except as the value to compare against. Each problem names the file and
+what is wrong, so "verify failed" always comes with the first thing to look at.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_bytes, digest_payload
+from worldforge.core.errors import WorldForgeError
+from worldforge.workspace.eventlog import read_chain
+from worldforge.workspace.run import (
+    EVENTS_NAME,
+    LOCAL_DIR,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    RESULT_PATH,
+    SCHEMA_VERSION,
+    RunLock,
+    compute_input_digest,
+    items_digest,
+)
+from worldforge.workspace.store import load_manifest
+
+
+@dataclass
+class Problem:
+    code: str
+    path: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+@dataclass
+class VerifyReport:
+    target: str
+    kind: str
+    run_id: str | None = None
+    status: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, code: str, path: str, message: str) -> None:
+        self.problems.append(Problem(code, path, message))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "status": self.status,
+            "ok": self.ok,
+            "checked": dict(sorted(self.checked.items())),
+            "problems": [p.to_dict() for p in self.problems],
+            "runs": self.runs,
+        }
+
+
+def _check_file(report: VerifyReport, base: Path, entry: dict[str, Any], prefix: str = "") -> None:
+    rel = str(entry.get("path"))
+    path = base / rel
+    if not path.is_file():
+        report.add("artifact-missing", prefix + rel, "artifact listed in the manifest is missing")
+        return
+    data = path.read_bytes()
+    if entry.get("size") is not None and len(data) != entry.get("size"):
+        report.add(
+            "artifact-size-mismatch", prefix + rel, f"size {len(data)} != recorded {entry.get('size')}"
+        )
+    if digest_bytes(data) != entry.get("sha256"):
+        report.add("artifact-digest-mismatch", prefix + rel, "sha256 of the file does not match the manifest")
+
+
+def verify_run(run_dir: Path, *, prefix: str = "", skip_paths: frozenset[str] = frozenset()) -> VerifyReport:
+    """Verify one run directory; ``skip_paths`` lists files whose bytes were replaced by a bundle's
+    redaction (their source digest is then checked by the bundle verifier instead)."""
+    report = VerifyReport(target=prefix or run_dir.name, kind="run", run_id=run_dir.name)
+    try:
+        manifest = load_manifest(run_dir)
+    except WorldForgeError as exc:
+        report.add("manifest-unreadable", prefix + MANIFEST_NAME, str(exc))
+        return report
+    report.run_id = str(manifest.get("run_id"))
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        report.add(
+            "schema-version",
+            prefix + MANIFEST_NAME,
+            f"unsupported schema_version {manifest.get('schema_version')!r}",
+        )
+    if manifest.get("run_id") != run_dir.name:
+        report.add("run-id-mismatch", prefix + MANIFEST_NAME, "run_id does not match the directory name")
+    status = str(manifest.get("status"))
+
+    # Event chain ------------------------------------------------------------------
+    events: list[dict[str, Any]] = []
+    if EVENTS_NAME in skip_paths:
+        report.checked["events"] = 0
+    else:
+        chain = read_chain(run_dir / EVENTS_NAME)
+        events = chain.events
+        report.checked["events"] = len(events)
+        for problem in chain.problems:
+            code = "truncated-line" if "truncated" in problem else "event-chain"
+            report.add(code, prefix + EVENTS_NAME, problem)
+        if events and events[0].get("type") != "run.started":
+            report.add("event-chain", prefix + EVENTS_NAME, "first event is not run.started")
+        terminal = chain.terminal
+        if terminal is None:
+            locked = RunLock.is_locked(run_dir) if not prefix else False
+            if status == "running" and locked:
+                status = "running"
+                report.add("run-in-progress", prefix + EVENTS_NAME, "the run is still being written")
+            else:
+                status = "interrupted" if status == "running" else status
+                report.add(
+                    "missing-terminal-event",
+                    prefix + EVENTS_NAME,
+                    f"no run.finished/run.failed event: the run was interrupted (last event "
+                    f"#{len(events)} {events[-1].get('type') if events else 'none'}); "
+                    f"`worldforge runs resume {run_dir.name}` continues it",
+                )
+        else:
+            recorded = (terminal.get("payload") or {}).get("status")
+            if recorded != manifest.get("status"):
+                report.add(
+                    "status-mismatch",
+                    prefix + MANIFEST_NAME,
+                    f"manifest status {manifest.get('status')!r} but the log ends with {recorded!r}",
+                )
+            if manifest.get("event_count") != len(events) or manifest.get("event_chain_head") != chain.head:
+                report.add(
+                    "event-count-mismatch",
+                    prefix + EVENTS_NAME,
+                    f"manifest records {manifest.get('event_count')} events / another chain head; "
+                    f"the log has {len(events)}",
+                )
+    report.status = status
+
+    # Artifacts --------------------------------------------------------------------
+    index: dict[str, dict[str, Any]] = {}
+    for event in events:
+        payload = event.get("payload") or {}
+        if event.get("type") in ("artifact.written", "item.completed"):
+            index[payload["path"]] = payload
+    for entry in manifest.get("artifacts") or []:
+        logged = index.get(entry.get("path"))
+        if logged is not None and logged.get("sha256") != entry.get("sha256"):
+            report.add(
+                "manifest-event-mismatch",
+                prefix + str(entry.get("path")),
+                "manifest and event log disagree on this artifact's digest",
+            )
+        index.setdefault(entry["path"], entry)
+    for rel in sorted(index):
+        if rel not in skip_paths:
+            _check_file(report, run_dir, index[rel], prefix)
+    report.checked["artifacts"] = len(index)
+    for path in sorted(run_dir.rglob("*")):
+        rel = path.relative_to(run_dir).as_posix()
+        if path.is_dir() or rel in (MANIFEST_NAME, EVENTS_NAME, LOCK_NAME) or rel.startswith(LOCAL_DIR + "/"):
+            continue
+        if rel not in index and status in ("completed", "failed"):
+            report.add("unindexed-file", prefix + rel, "file is not listed in the manifest or event log")
+
+    # Digests ----------------------------------------------------------------------
+    config = manifest.get("config")
+    if digest_payload(config) != manifest.get("config_digest"):
+        report.add("config-digest-mismatch", prefix + MANIFEST_NAME, "config_digest does not match config")
+    expected_input = compute_input_digest(
+        str(manifest.get("kind")),
+        config,
+        list(manifest.get("inputs") or []),
+        list(manifest.get("dataset_manifests") or []),
+    )
+    if expected_input != manifest.get("input_digest"):
+        report.add(
+            "input-digest-mismatch", prefix + MANIFEST_NAME, "input_digest does not match the recorded inputs"
+        )
+    items: dict[str, dict[str, Any]] = {}
+    for rel in index:
+        if not rel.startswith("items/") or rel in skip_paths or not (run_dir / rel).is_file():
+            continue
+        try:
+            body = json.loads((run_dir / rel).read_text(encoding="utf-8"))
+            if digest_payload(body["record"]) != body["record_digest"]:
+                report.add("item-digest-mismatch", prefix + rel, "record_digest does not match the record")
+            items[body["item_id"]] = body
+        except (ValueError, KeyError, TypeError):
+            report.add("item-unreadable", prefix + rel, "item record is not valid JSON with item_id/record")
+    report.checked["items"] = len(items)
+    if status in ("completed", "failed") and not any(p.startswith("items/") for p in skip_paths):
+        if (manifest.get("items") or {}).get("digest") != items_digest(items):
+            report.add(
+                "items-digest-mismatch",
+                prefix + MANIFEST_NAME,
+                "items digest does not match the item records",
+            )
+    if manifest.get("status") == "completed":
+        result_file = run_dir / RESULT_PATH
+        if RESULT_PATH in skip_paths:
+            pass
+        elif not result_file.is_file():
+            report.add("result-missing", prefix + RESULT_PATH, "completed run has no result payload")
+        else:
+            try:
+                payload = json.loads(result_file.read_text(encoding="utf-8"))
+                if digest_payload(payload) != manifest.get("result_digest"):
+                    report.add(
+                        "result-digest-mismatch",
+                        prefix + RESULT_PATH,
+                        "result_digest does not match results/result.json",
+                    )
+            except ValueError:
+                report.add("result-unreadable", prefix + RESULT_PATH, "result payload is not valid JSON")
+    return report
+
+
+__all__ = ["Problem", "VerifyReport", "verify_run"]
