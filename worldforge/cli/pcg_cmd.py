@@ -358,6 +358,8 @@ def stage_cmd(
         config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
         with _run_context(run_workspace, "pcg-stage", config, resume_run) as run:
             results: list[dict[str, Any]] = []
+            if run is not None:  # the folder's state before the stage: every file's digest
+                run.add_input_value("source-files", _stage_outputs(source))
             with _RichProgress() as progress:
                 for name in plan:
                     if run is not None:
