@@ -163,6 +163,8 @@ def evaluate(
     else:
         records = runner.run_all()
     state.add("items_total", time.perf_counter() - started)
+    state.cache_hits.update(cache.hits)
+    state.cache_misses.update(cache.misses)
 
     t0 = time.perf_counter()
     scores = score_cohort(

@@ -101,6 +101,7 @@ class SuiteConfig:
     exact: bool
     progress: bool
     cache_dir: Path | None
+    chunk_size: int = CHUNK_SIZE
     options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -125,6 +126,7 @@ class SuiteConfig:
             exact=bool(opts.get("exact", False)),
             progress=bool(opts.get("progress", True)),
             cache_dir=Path(cache) if cache else None,
+            chunk_size=_int_option(opts, "chunk_size", CHUNK_SIZE, 1, 10_000),
             options=opts,
         )
 
@@ -227,6 +229,8 @@ class RunState:
     timings: dict[str, float] = field(default_factory=dict)
     reused: int = 0
     processed: int = 0
+    cache_hits: dict[str, int] = field(default_factory=dict)
+    cache_misses: dict[str, int] = field(default_factory=dict)
 
     def add(self, stage: str, seconds: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
@@ -336,8 +340,9 @@ class ItemRunner:
                     progress(1)
                 continue
             pending.append((key, seed, digest))
-        for start in range(0, len(pending), CHUNK_SIZE):
-            chunk = pending[start : start + CHUNK_SIZE]
+        step = self.config.chunk_size
+        for start in range(0, len(pending), step):
+            chunk = pending[start : start + step]
             for record in self._process_chunk(chunk, executor):
                 records[record["item_id"]] = record
                 if progress:
