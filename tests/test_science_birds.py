@@ -160,18 +160,22 @@ def test_end_to_end_mock_in_run_workspace(tmp_path: Path, pixel_classifier: None
         assert result.score == pytest.approx(expected[result.scenario], rel=1e-12, abs=1e-15)
         assert result.metrics["ok_trials"] == 9 and result.metrics["failed_trials"] == 0
     total = sum(expected.values())
-    ranking = report.sections["ranking"]
+    ranking = report.sections["ranking"]["rows"]
     assert [row["normalized"] for row in ranking] == sorted(
         (round(100 * v / total, 4) for v in expected.values()), reverse=True
     )
     # sections: galleries with one embedded thumbnail per item, weights per letter, baseline comparison
     assert len(report.sections["gallery[zero-shot]"]["images"]) == 9
-    assert [w["letter"] for w in report.sections["weights_per_letter"]] == ["A", "B", "C"]
-    assert report.sections["measurement"]["classifier"]["id"] == "pixel-test"
-    assert {row["program"] for row in report.sections["baseline_comparison"]} == {
-        "zero-shot",
-        "zero-shot-multi-turn",
+    assert [w["letter"] for w in report.sections["weights_per_letter"]["rows"]] == ["A", "B", "C"]
+    assert report.sections["measurement"]["classifier.id"] == "pixel-test"
+    baseline_rows = report.sections["baseline_comparison"]["rows"]
+    assert {row["program"]: row["beats_baseline"] for row in baseline_rows} == {
+        "zero-shot": False,
+        "zero-shot-multi-turn": expected["zero-shot-multi-turn"] > expected["zero-shot"],
     }
+    # the HTML report is one file with the galleries embedded
+    html = report.to_html()
+    assert html.count('src="data:image/png;base64,') >= 18 + 2
     # official result files in the official formats
     trial_csv = report.extra_artifacts["science-birds/mock/result/trial_scores.csv"]
     rows = list(csv.reader(io.StringIO(str(trial_csv))))

@@ -135,20 +135,29 @@ def build_sections(
                 }
             )
     winner_line = {
-        "winners": list(scores.winners),
+        "winners": ", ".join(scores.winners) or "none",
         "decided_by": base.get("decided_by"),
         "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
         "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
-        "<OBJECT> substitution), then co-winners",
+        "<OBJECT> substitution), then co-winners; built-in baselines are scored but not ranked "
+        "unless only baselines run",
     }
 
     sections: dict[str, Any] = {
-        "measurement": dict(measurement),
-        "ranking": ranking,
+        "measurement": _flat_measurement(measurement),
+        "ranking": {
+            "title": "Ranking (totals over models, normalised to 100)",
+            "description": "prompt[model] is the per-model prompt score; total is their sum.",
+            "rows": ranking,
+        },
         "winner": winner_line,
-        "baseline_comparison": baseline_rows,
-        "per_letter": per_letter,
-        "weights_per_letter": weights,
+        "baseline_comparison": {"title": "Comparison with the zero-shot baseline", "rows": baseline_rows},
+        "per_letter": {
+            "title": "Per letter",
+            "description": "char = weighted character score; sta/sim = mean over trials; div = diversity.",
+            "rows": per_letter,
+        },
+        "weights_per_letter": {"title": "Weights per letter (per model)", "rows": weights},
     }
     for prog in programs:
         images = []
@@ -169,7 +178,11 @@ def build_sections(
                             f"sim {float(r['sim']):.2f}"
                         )
                         images.append({"caption": caption, "src": r["thumbnail"]})
-        sections[f"gallery[{prog.name}]"] = {"images": images}
+        sections[f"gallery[{prog.name}]"] = {
+            "title": f"Levels of {prog.name} (after the 10 s simulation)",
+            "description": "One thumbnail per trial, by letter and model.",
+            "images": images,
+        }
 
     worst_rows = []
     worst_images = []
@@ -199,8 +212,11 @@ def build_sections(
                         "src": r["thumbnail"],
                     }
                 )
-    sections["worst_levels"] = worst_rows
-    sections["worst_levels_gallery"] = {"images": worst_images}
+    sections["worst_levels"] = {
+        "title": "Worst levels (lowest stability x similarity) with their program text",
+        "rows": worst_rows,
+    }
+    sections["worst_levels_gallery"] = {"title": "Worst levels", "images": worst_images}
     failures = [
         {
             "item": r["item_id"],
@@ -210,13 +226,38 @@ def build_sections(
         for r in sorted(records.values(), key=lambda r: str(r["item_id"]))
         if r.get("status") != "ok"
     ]
-    sections["failed_trials"] = failures
+    sections["failed_trials"] = {
+        "title": "Failed trials (scored 0)",
+        "description": f"{len(failures)} trial(s) produced no level.",
+        "rows": failures,
+    }
     missing = []
     for ms in scores.models:
         for entry in getattr(ms.official, "missing", None) or []:
             missing.append({"model": ms.model, **entry})
-    sections["missing_inputs_scored_as_zero"] = missing
+    sections["missing_inputs_scored_as_zero"] = {
+        "title": "Inputs missing from scoring (counted as 0)",
+        "rows": missing,
+    }
     return sections
+
+
+def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
+    """Key/value view of what produced the numbers (nested values as compact JSON text)."""
+    from worldforge.core.canonical import canonical_json_text
+
+    out: dict[str, Any] = {}
+    for key, value in measurement.items():
+        if isinstance(value, Mapping):
+            for sub, inner in value.items():
+                out[f"{key}.{sub}"] = (
+                    inner
+                    if isinstance(inner, str | int | float | bool) or inner is None
+                    else (canonical_json_text(inner))
+                )
+        else:
+            out[key] = value
+    return out
 
 
 def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
