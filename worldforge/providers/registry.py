@@ -32,13 +32,15 @@ class ProviderInfo:
     source: str  # builtin | registered | entry-point
     description: str
     parameterized: str  # "" | "optional" | "required"
+    capabilities: tuple[str, ...] | None = None  # None: only known once instantiated
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "source": self.source,
             "description": self.description,
             "argument": self.parameterized,
+            "capabilities": list(self.capabilities) if self.capabilities is not None else None,
         }
 
 
@@ -76,8 +78,17 @@ def _lazy_ollama(arg: str | None = None) -> Any:
 
 
 _BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {
-    "mock": (_lazy_mock, "Deterministic reference provider (predict, score, generate, embed).", "optional"),
-    "ollama": (_lazy_ollama, "Local LLM through an Ollama server (generate); ollama:<model>.", "required"),
+    "mock": (
+        _lazy_mock,
+        "Deterministic reference provider; mock:<variant> selects another generator.",
+        "optional",
+    ),
+    "ollama": (_lazy_ollama, "Local LLM through an Ollama server; ollama:<model>.", "required"),
+}
+#: Declared capabilities of built-ins, so listing providers needs no client import.
+BUILTIN_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "mock": ("predict", "score", "generate", "embed"),
+    "ollama": ("generate",),
 }
 
 
@@ -141,7 +152,9 @@ class ProviderRegistry:
         with self._lock:
             self._load_entry_points()
             return [
-                ProviderInfo(name, source, desc, arg)
+                ProviderInfo(
+                    name, source, desc, arg, BUILTIN_CAPABILITIES.get(name) if source == "builtin" else None
+                )
                 for name, (_, source, desc, arg) in sorted(self._factories.items())
             ]
 
@@ -167,6 +180,7 @@ class ProviderRegistry:
 
 
 __all__ = [
+    "BUILTIN_CAPABILITIES",
     "DISABLE_ENTRY_POINTS_ENV",
     "ENTRY_POINT_GROUP",
     "ProviderFactory",
