@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import cli_errors
+from worldforge.cli._common import cli_errors, fail
 
 FORMATS = ("markdown", "json", "csv", "html")
 EVAL_HINT = "list suites with `worldforge suites list` and providers with `worldforge providers list`."
@@ -118,9 +118,7 @@ def _write_run_artifacts(run: Any, report: Any) -> Path:
     run.write_artifact("reports/failure_gallery.md", artifacts["failure_gallery.md"], "text/markdown")
     for relpath, blob in sorted(report.extra_artifacts.items()):
         run.write_artifact(relpath, blob)
-    run.write_artifact(
-        "results/summary.json", pretty_json(summary_payload(report)), "application/json"
-    )
+    run.write_artifact("results/summary.json", pretty_json(summary_payload(report)), "application/json")
     run.complete(result_payload(report), claim_boundary=report.claim_boundary)
     return Path(run.dir) / "reports" / "report.html"
 
@@ -198,9 +196,11 @@ def eval_command(
             print(f"run {run.run_id} completed: {html_path}", file=sys.stderr)
         failed = len(report.failed_results)
         if fail_on_failure and failed:
-            raise GateFailure(
+            raise fail(
                 f"{failed} of {len(report.results)} scenario result(s) failed in suite '{report.suite_id}' "
-                "(--fail-on-failure)."
+                "(--fail-on-failure).",
+                code=GateFailure.exit_code,
+                hint="the report's failure gallery lists each failed case with a rerun command.",
             )
 
 

@@ -168,7 +168,14 @@ def _triage(step: str) -> str:
     parts = step.split("`")
     out = []
     for index, part in enumerate(parts):
-        out.append(md_code(part) if index % 2 and part else md_escape(part) if part else "")
+        if index % 2 and part:
+            out.append(md_code(part))
+        elif part.strip():
+            lead = " " if part[0].isspace() else ""
+            trail = " " if part[-1].isspace() else ""
+            out.append(lead + md_escape(part) + trail)
+        else:
+            out.append(" " if part else "")
     return "".join(out)
 
 
