@@ -31,8 +31,9 @@ from worldforge.core.digests import digest_bytes, digest_file, digest_payload, d
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 
-#: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters).
-MAX_REPLY_CHARS = 200_000
+#: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
+#: the margin lets a 10,000-line program reach extraction and fail there with a precise reason).
+MAX_REPLY_CHARS = 256_000
 #: At most this many ``drop_block`` calls are converted: 20 × 16 cells hold at most 320 blocks, so a
 #: longer program cannot be valid and would only burn time (the official converter would fail with
 #: ``Height boundary is intruded.`` on the first block that does not fit).

@@ -196,9 +196,14 @@ class OllamaProvider(BaseProvider):
         """
         settings = OllamaSettings.from_options(self.settings.model, options)
         if settings != self.settings:
+            if settings.host != self.settings.host:
+                self._manifest = None  # the manifest describes the model on one server
+            else:
+                self._manifest = (
+                    None if self._manifest is None else {**self._manifest, "settings": settings.identity()}
+                )
             self.settings = settings
             self._client = None
-            self._manifest = None
 
     @classmethod
     def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
