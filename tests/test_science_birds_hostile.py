@@ -27,8 +27,14 @@ def _hostile_replies(marker: Path) -> dict[str, str]:
     return {
         "A": "```python\n" + "drop_block('b11', 3)\n" * 20 + "```\n" + "x" * (MAX_REPLY_CHARS + 1),
         "B": "```python\ndrop_block('b11', 3)\n```\n\x00\x01\x02 binary \x7f tail",
-        "C": f"```python\nimport os\nos.system('touch {quoted}')\nfor i in range(3):\n    drop_block('b11', i)\n```",
-        "D": "```\ndrop_block('b11\"/></GameObjects><script>alert(1)</script>', 3)\n```\n<Level><script>x</script>",
+        "C": (
+            f"```python\nimport os\nos.system('touch {quoted}')\n"
+            "for i in range(3):\n    drop_block('b11', i)\n```"
+        ),
+        "D": (
+            "```\ndrop_block('b11\"/></GameObjects><script>alert(1)</script>', 3)\n```\n"
+            "<Level><script>x</script>"
+        ),
         "E": "```\n" + "drop_block('b11', 5)\n" * 10_000 + "```",
         "F": "I would stack blocks to make an F, but here is no code, just <b>prose</b>.",
         "G": letter_reply("G", 1),  # a normal reply in the same run still scores
