@@ -234,12 +234,18 @@ def _validate_grid(grid: Sequence[Sequence[int]]) -> list[list[int]]:
     return [[1 if v else 0 for v in row] for row in grid]
 
 
+#: Relative masses (collider areas: SquareTiny 0.22 x 0.21, RectSmall 0.70 x 0.22).
+_MASS = {"b11": 1.0, "b31": 3.33, "b13": 3.33}
+_BALANCE_MARGIN = 0.08  # cells: the combined centre of mass must sit this far inside the support
+
+
 def plan_blocks(
     grid: Sequence[Sequence[int]],
     *,
     rng: random.Random,
     b31_preference: float | None = None,
     b13_probability: float | None = None,
+    balance: bool = True,
 ) -> list[Block]:
     """Decompose ``grid`` into blocks in a drop order that reproduces it (plus supports).
 
@@ -248,10 +254,79 @@ def plan_blocks(
     ``b31`` covers outside the glyph (+ a random block-choice preference). Stacks of three ``b11``
     may then merge into a ``b13``. Blocks are returned sorted by bottom row, which is a valid drop
     order: every block lands on the topmost occupied cell below it.
+
+    With ``balance`` a static check follows: top-down, every block carries its own mass plus what
+    rests on it, and the combined centre of mass must lie over its contact with the blocks below
+    (leaning arms of V, Y, X... topple otherwise). Where it does not, a support cell is added on the
+    heavy side and the grid is planned again, until the structure balances.
     """
     target = _validate_grid(grid)
     pref = rng.uniform(-0.3, 0.3) if b31_preference is None else b31_preference
     p13 = rng.uniform(0.0, 0.9) if b13_probability is None else b13_probability
+    seed = rng.getrandbits(64)
+    forced: set[tuple[int, int]] = set()
+    blocks = _plan_once(target, random.Random(seed), pref, p13, forced)
+    for _ in range(12 if balance else 0):
+        extra = _balance_supports(blocks) - forced
+        if not extra:
+            break
+        forced |= extra
+        blocks = _plan_once(target, random.Random(seed), pref, p13, forced)
+    return blocks
+
+
+def _balance_supports(blocks: Sequence[Block]) -> set[tuple[int, int]]:
+    """Cells ``(col, row)`` to fill so that every block's load balances over its supports."""
+    owner: dict[tuple[int, int], int] = {}
+    for i, b in enumerate(blocks):
+        for cell in b.cells():
+            owner[cell] = i
+    loads: list[list[tuple[float, float, int]]] = [[] for _ in blocks]  # (mass, x, from block)
+    need: set[tuple[int, int]] = set()
+    for i in sorted(range(len(blocks)), key=lambda k: -blocks[k].y):
+        b = blocks[i]
+        cols = sorted({c for c, r in b.cells() if r == b.y})
+        mass = _MASS[b.kind] + sum(m for m, _, _ in loads[i])
+        com = (_MASS[b.kind] * (b.x + 0.5) + sum(m * x for m, x, _ in loads[i])) / mass
+        if b.y == 0:
+            continue
+        contacts = [c for c in cols if (c, b.y - 1) in owner]
+        lo, hi = min(contacts), max(contacts) + 1
+        if com < lo + _BALANCE_MARGIN or com > hi - _BALANCE_MARGIN:
+            left = com < lo + _BALANCE_MARGIN
+            free = [c for c in cols if (c < lo if left else c >= hi)]
+            if free:
+                col = min(free) if left else max(free)
+                need.add((col, b.y - 1))
+            elif loads[i]:
+                # The overhang comes from above: support the outermost block resting on this one.
+                _, _, j = min(loads[i], key=lambda t: t[1]) if left else max(loads[i], key=lambda t: t[1])
+                top_block = blocks[j]
+                tcols = [c for c, r in top_block.cells() if r == top_block.y]
+                col = min(tcols) if left else max(tcols)
+                if (col, top_block.y - 1) not in owner:
+                    need.add((col, top_block.y - 1))
+            continue
+        x1, x2 = lo + 0.5, hi - 0.5
+        left_owner, right_owner = owner[(lo, b.y - 1)], owner[(hi - 1, b.y - 1)]
+        if com <= x1 or left_owner == right_owner:
+            shares, supporters = [(mass, com)], [left_owner if com <= x1 else right_owner]
+        elif com >= x2:
+            shares, supporters = [(mass, com)], [right_owner]
+        else:  # lever rule between the outermost contact cells
+            f2 = mass * (com - x1) / (x2 - x1)
+            shares, supporters = [(mass - f2, x1), (f2, x2)], [left_owner, right_owner]
+        for (m, x), j in zip(shares, supporters, strict=True):
+            loads[j].append((m, x, i))
+    return need
+
+
+def _plan_once(
+    target: list[list[int]], rng: random.Random, pref: float, p13: float, forced: set[tuple[int, int]]
+) -> list[Block]:
+    target = [row[:] for row in target]
+    for c, r in forced:
+        target[r][c] = 1
     occupied = [[0] * GRID_WIDTH for _ in range(GRID_HEIGHT)]
     top = [-1] * GRID_WIDTH  # highest occupied row per column so far
     # One-row lookahead: an empty cell under a glyph cell at the edge of a run of its own row is
@@ -400,27 +475,28 @@ def variant_rng(letter: str, seed: int, variant: str = "") -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
 
 
-def letter_variant(letter: str, seed: int, variant: str = "") -> dict[str, Any]:
-    """The rasterization and decomposition choices :func:`letter_program` makes for this seed."""
-    rng = variant_rng(letter.upper(), seed, variant)
+CANDIDATES = 6
+"""Glyph variants drawn per ``(letter, seed, variant)``; the one needing the fewest supports wins."""
+
+
+def _candidate(letter: str, seed: int, variant: str, index: int) -> dict[str, Any]:
+    rng = variant_rng(letter, seed, f"{variant}#{index}")
     fonts = available_fonts()
     font = variant if variant in fonts else fonts[rng.randrange(len(fonts))]
     return {
         "font": font,
         "scale": rng.randint(8, 14),
-        "thickness": round(rng.uniform(0.8, 1.6), 2),
-        "width_factor": round(rng.uniform(0.8, 1.2), 2),
+        "thickness": round(rng.uniform(0.8, 1.35), 2),
+        "width_factor": round(rng.uniform(0.65, 1.1), 2),
         "b31_preference": round(rng.uniform(-0.3, 0.4), 2),
         "b13_probability": round(rng.uniform(0.0, 0.9), 2),
         "offset_fraction": round(rng.random(), 3),
         "plan_seed": rng.getrandbits(32),
+        "candidate": index,
     }
 
 
-def letter_target(letter: str, seed: int, variant: str = "") -> Grid:
-    """The glyph grid :func:`letter_program` builds for ``(letter, seed, variant)`` (before supports)."""
-    letter = letter.upper()
-    choice = letter_variant(letter, seed, variant)
+def _target_for(letter: str, choice: dict[str, Any]) -> Grid:
     grid = letter_grid(
         letter,
         font=choice["font"],
@@ -435,21 +511,64 @@ def letter_target(letter: str, seed: int, variant: str = "") -> Grid:
     return tuple(tuple(([0] * offset + list(row[left:]) + [0] * left)[:GRID_WIDTH]) for row in grid)
 
 
+@lru_cache(maxsize=4096)
+def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], Grid, tuple[Block, ...]]:
+    """Draw :data:`CANDIDATES` glyph variants and keep the one with the fewest added cells.
+
+    Supports (pillars, balance cells, bridge overhangs) are what make a level look less like its
+    letter, so among equally plausible renderings the most buildable one is chosen. The choice is a
+    pure function of ``(letter, seed, variant)``.
+    """
+    best: tuple[float, dict[str, Any], Grid, tuple[Block, ...]] | None = None
+    for index in range(CANDIDATES):
+        choice = _candidate(letter, seed, variant, index)
+        target = _target_for(letter, choice)
+        blocks = plan_blocks(
+            target,
+            rng=random.Random(choice["plan_seed"]),
+            b31_preference=choice["b31_preference"],
+            b13_probability=choice["b13_probability"],
+        )
+        glyph = sum(map(sum, target))
+        added = sum(len(b.cells()) for b in blocks) - glyph
+        ratio = added / glyph
+        if best is None or ratio < best[0]:
+            best = (ratio, choice, target, tuple(blocks))
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def letter_variant(letter: str, seed: int, variant: str = "") -> dict[str, Any]:
+    """The rasterization and decomposition choices :func:`letter_program` makes for this seed."""
+    return dict(_letter_plan(_check_letter(letter), seed, variant)[0])
+
+
+def letter_target(letter: str, seed: int, variant: str = "") -> Grid:
+    """The glyph grid :func:`letter_program` builds for ``(letter, seed, variant)`` (before supports)."""
+    return _letter_plan(_check_letter(letter), seed, variant)[1]
+
+
+def letter_blocks(letter: str, seed: int, variant: str = "") -> list[Block]:
+    """The planned blocks of :func:`letter_program`, supports flagged."""
+    return list(_letter_plan(_check_letter(letter), seed, variant)[2])
+
+
 def letter_program(letter: str, seed: int, variant: str = "") -> str:
     """Deterministic letter-like ``drop_block`` program for ``(letter, seed, variant)``.
 
     Different seeds vary font, scale, stroke thickness, width, horizontal position and block
     choice. ``variant`` salts the choice; a font key (see :func:`available_fonts`) forces that font.
-    The simulated drop of the program contains every cell of :func:`letter_target`.
+    The simulated drop of the program contains every cell of :func:`letter_target`, and the static
+    balance check of :func:`plan_blocks` holds for it.
     """
-    choice = letter_variant(letter.upper(), seed, variant)
-    rng = random.Random(choice["plan_seed"])
-    return grid_to_program(
-        letter_target(letter, seed, variant),
-        rng=rng,
-        b31_preference=choice["b31_preference"],
-        b13_probability=choice["b13_probability"],
-    )
+    return blocks_to_program(letter_blocks(letter, seed, variant))
+
+
+def _check_letter(letter: str) -> str:
+    up = letter.upper() if isinstance(letter, str) else ""
+    if len(up) != 1 or up not in LETTERS:
+        raise WorldForgeError(f"letter: expected one of A-Z, got {letter!r}.")
+    return up
 
 
 __all__ = [
@@ -467,6 +586,8 @@ __all__ = [
     "grid_from_text",
     "grid_to_program",
     "grid_to_text",
+    "CANDIDATES",
+    "letter_blocks",
     "letter_grid",
     "letter_program",
     "letter_target",
