@@ -213,7 +213,11 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
         "providers", "provider events", _providers_seen(dir_a), _providers_seen(dir_b), "provider-changed"
     )
     inputs_equal = ma.get("input_digest") == mb.get("input_digest")
-    c.compare("inputs", "input_digest", ma.get("input_digest"), mb.get("input_digest"), "input-changed")
+    upstream = [
+        ch["reason"] for ch in c.changes if ch["reason"] in CAUSE_PRIORITY and ch["section"] != "code"
+    ]
+    first = min(upstream, key=CAUSE_PRIORITY.index) if upstream else "input-changed"
+    c.compare("inputs", "input_digest", ma.get("input_digest"), mb.get("input_digest"), first)
     _diff_items(c, _load_items(dir_a), _load_items(dir_b), inputs_equal)
 
     causes = sorted(

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Bundle one or more preserved runs into a single checkout-safe evidence bundle.
+
+    python scripts/generate_evidence_bundle.py --workspace-dir .worldforge [--run-id ID ...]
+        [--output DIR] [--overwrite] [--zip]
+
+Default output: ``<workspace>/evidence-bundles/<YYYYMMDDTHHMMSSZ>/``. Every run file is sanitized in
+place (secrets, signed-URL parameters, host paths), listed in ``evidence_manifest.json`` with its
+digests, and summarised in ``summary.md``; ``--zip`` also writes a byte-reproducible zip that
+``worldforge runs verify`` accepts. Exit 0 on success, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--workspace-dir", type=Path, default=None, help="run workspace (default: config or .worldforge)"
+    )
+    parser.add_argument(
+        "--run-id", action="append", default=[], help="run id to include (repeatable; default all)"
+    )
+    parser.add_argument("--output", type=Path, default=None, help="bundle directory")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
+    parser.add_argument("--zip", action="store_true", help="also write <output>.zip (byte-reproducible)")
+    args = parser.parse_args(argv)
+
+    from worldforge.config import default_workspace_dir
+    from worldforge.core.errors import WorldForgeError
+    from worldforge.evidence.bundle import build_bundle
+    from worldforge.evidence.sanitize import sanitize_text
+
+    workspace = args.workspace_dir or default_workspace_dir()
+    output = args.output or workspace / "evidence-bundles" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    try:
+        result = build_bundle(workspace, args.run_id, output, overwrite=args.overwrite, make_zip=args.zip)
+    except WorldForgeError as exc:
+        print(f"error: {sanitize_text(str(exc))}", file=sys.stderr)
+        return 2
+    manifest = result.manifest
+    print(f"wrote {result.output_dir}")
+    print(f"manifest: {result.output_dir / 'evidence_manifest.json'}")
+    print(f"summary: {result.output_dir / 'summary.md'}")
+    if result.zip_path:
+        print(f"zip: {result.zip_path}")
+    print(
+        f"runs: {manifest['run_count']}  included: {manifest['included_count']}  "
+        f"excluded: {manifest['excluded_count']}  redactions: {manifest['redaction_count']}  "
+        f"safe_to_attach: {str(manifest['safe_to_attach']).lower()}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

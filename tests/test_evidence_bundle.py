@@ -1,0 +1,237 @@
+"""Evidence bundles: in-place redaction with a ledger, exclusions with reasons, offline verification
+of directories and zips, byte-reproducible zips, and no secret surviving a bundle (property test)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worldforge.core.digests import digest_bytes
+from worldforge.core.errors import WorldForgeError
+from worldforge.evidence.bundle import build_bundle, verify_bundle_dir, verify_bundle_zip, verify_target
+from worldforge.workspace import start_run
+
+REPO = Path(__file__).resolve().parents[1]
+ZERO = "sha256:" + "0" * 64
+SECRET_LOG = (
+    "provider call failed: Authorization: Bearer 9f8e7d6c5b4a3f2e1d0c\n"
+    "fetched https://bucket.s3.amazonaws.com/x.png?X-Amz-Signature=abc123def456&X-Amz-Credential=AKIAXYZ\n"
+    "cache at /home/alice/.cache/worldforge/levels\n"
+    "api_key: sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x\n"
+)
+SECRETS = ("9f8e7d6c5b4a3f2e1d0c", "abc123def456", "AKIAXYZ", "alice", "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x")
+
+
+def make_run(
+    ws: Path, log: str = SECRET_LOG, status: str = "completed", extra: dict[str, bytes] | None = None
+) -> str:
+    try:
+        with start_run(
+            ws, "evaluation", ["worldforge", "eval", "--suite", "planning"], {"suite": "planning"}
+        ) as run:
+            run.add_input_value("suite", {"id": "planning"})
+            run.record_item("planning/a", ZERO, {"score": 1.0, "note": "ran under /home/alice/work"})
+            run.write_artifact("logs/provider.log", log, "text/plain")
+            run.write_artifact(
+                "reports/report.json", json.dumps({"passed": 1, "failed": 1}), "application/json"
+            )
+            for rel, data in (extra or {}).items():
+                run.write_artifact(rel, data)
+            if status == "failed":
+                raise RuntimeError("scenario crashed reading /home/alice/data.json with token=abcdef123456")
+            run.complete({"passed": 1, "failed_count": 1}, claim_boundary="contract check only")
+    except RuntimeError:
+        pass
+    return run.run_id
+
+
+def all_bytes(root: Path) -> bytes:
+    return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def test_bundle_redacts_in_place_with_ledger_and_verifies(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    run_id = make_run(ws)
+    result = build_bundle(ws, [run_id], tmp_path / "bundle", issue=True)
+    out = result.output_dir
+    blob = all_bytes(out)
+    for secret in SECRETS:
+        assert secret.encode() not in blob, secret
+    log = (out / "runs" / run_id / "logs" / "provider.log").read_text()
+    assert log.splitlines() == [
+        "provider call failed: Authorization: Bearer [redacted]",
+        "fetched https://bucket.s3.amazonaws.com/x.png?X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]",
+        "cache at <home>/.cache/worldforge/levels",
+        "api_key: [redacted]",
+    ]
+    manifest = json.loads((out / "evidence_manifest.json").read_text())
+    records = {f["path"]: f for f in manifest["files"]}
+    log_record = records[f"runs/{run_id}/logs/provider.log"]
+    assert log_record["included"] and log_record["safe_to_attach"]
+    assert log_record["source_sha256"] == digest_bytes(SECRET_LOG.encode())
+    assert log_record["sha256"] == digest_bytes(log.encode()) and log_record["redaction_count"] == 5
+    ledger = [r for r in manifest["redactions"] if r["file"] == f"runs/{run_id}/logs/provider.log"]
+    assert {(r["rule"], r["line"]) for r in ledger} == {
+        ("auth-header", 1),
+        ("signed-url-param", 2),
+        ("host-path-home", 3),
+        ("openai-key", 4),
+    }
+    assert records[f"runs/{run_id}/.local/invocation.json"]["included"] is False
+    assert records[f"runs/{run_id}/.lock"]["reason"].startswith("local-only")
+    assert manifest["safe_to_attach"] is True and manifest["bundle_kind"] == "issue-run"
+    issue = (out / "issue.md").read_text()
+    for heading in (
+        "### Command",
+        "### Expected signal",
+        "### Observed failure",
+        "### Safe-to-attach notes",
+        "### First triage step",
+    ):
+        assert heading in issue
+    assert "1 item(s) or scenario(s) failed" in issue
+    report = verify_bundle_dir(out)
+    assert report.ok, report.to_dict()
+    assert "logs/provider.log" in report.runs[0]["redacted_files"]
+    assert ".lock" in report.runs[0]["redacted_files"]  # excluded files are skipped by the run check
+
+
+def test_flipped_byte_fails_dir_and_zip(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    run_id = make_run(ws)
+    result = build_bundle(ws, [run_id], tmp_path / "b", make_zip=True)
+    assert result.zip_path is not None and verify_bundle_zip(result.zip_path).ok
+    target = result.output_dir / "runs" / run_id / "reports" / "report.json"
+    data = bytearray(target.read_bytes())
+    data[3] ^= 1
+    target.write_bytes(bytes(data))
+    report = verify_bundle_dir(result.output_dir)
+    assert not report.ok
+    assert {p.code for p in report.problems} >= {"file-digest-mismatch", "artifact-digest-mismatch"}
+    # Flip one byte inside the zip's stored member and the zip no longer verifies either.
+    raw = bytearray(result.zip_path.read_bytes())
+    with zipfile.ZipFile(result.zip_path) as archive:
+        info = archive.getinfo("summary.md")
+    stored = tmp_path / "stored.zip"
+    with zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as out, zipfile.ZipFile(result.zip_path) as src:
+        for member in src.infolist():
+            body = src.read(member)
+            if member.filename == info.filename:
+                body = body.replace(b"WorldForge", b"WorldForgf", 1)
+            out.writestr(member.filename, body)
+    assert raw  # original untouched
+    assert "file-digest-mismatch" in {p.code for p in verify_bundle_zip(stored).problems}
+
+
+def test_zip_is_byte_reproducible(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ids = [make_run(ws), make_run(ws, status="failed")]
+    one = build_bundle(ws, ids, tmp_path / "one", make_zip=True)
+    two = build_bundle(ws, list(reversed(ids)), tmp_path / "two", make_zip=True)
+    assert one.zip_path is not None and two.zip_path is not None
+    assert one.zip_path.read_bytes() == two.zip_path.read_bytes()
+    with zipfile.ZipFile(one.zip_path) as archive:
+        names = archive.namelist()
+        assert names == sorted(names)
+        assert {i.date_time for i in archive.infolist()} == {archive.infolist()[0].date_time}
+        assert {i.external_attr >> 16 for i in archive.infolist()} == {0o100644}
+    assert verify_target(ws, str(one.zip_path)).ok
+    assert verify_target(ws, str(one.output_dir)).ok
+
+
+def test_failed_run_story_and_exclusions(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    run_id = make_run(
+        ws,
+        status="failed",
+        extra={"artifacts/blob.bin": b"\x00\x01\x02binary", "artifacts/big.txt": b"x" * 1_000_001},
+    )
+    result = build_bundle(ws, [run_id], tmp_path / "b", issue=True)
+    records = {f["path"]: f for f in result.manifest["files"]}
+    assert records[f"runs/{run_id}/artifacts/blob.bin"]["reason"].startswith("excluded: binary")
+    assert records[f"runs/{run_id}/artifacts/big.txt"]["reason"].startswith("excluded: file exceeds")
+    assert records[f"runs/{run_id}/artifacts/big.txt"]["source_sha256"] == digest_bytes(b"x" * 1_000_001)
+    assert not (result.output_dir / "runs" / run_id / "artifacts" / "big.txt").exists()
+    story = result.manifest["runs"][0]
+    assert story["status"] == "failed"
+    assert story["observed_failure"].startswith(
+        "Run failed: RuntimeError: scenario crashed reading <home>/data.json"
+    )
+    assert "abcdef123456" not in json.dumps(result.manifest)
+    report = verify_bundle_dir(result.output_dir)
+    assert report.ok, report.to_dict()
+
+
+def test_output_dir_must_be_empty_without_overwrite(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    run_id = make_run(ws)
+    build_bundle(ws, [run_id], tmp_path / "b")
+    with pytest.raises(WorldForgeError, match="not empty"):
+        build_bundle(ws, [run_id], tmp_path / "b")
+    assert build_bundle(ws, [run_id], tmp_path / "b", overwrite=True).manifest["run_count"] == 1
+    with pytest.raises(WorldForgeError, match="no run workspaces"):
+        build_bundle(tmp_path / "empty", [], tmp_path / "c")
+
+
+def test_generate_evidence_bundle_script(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_run(ws)
+    make_run(ws)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "generate_evidence_bundle.py"),
+            "--workspace-dir",
+            str(ws),
+            "--zip",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "runs: 2" in out.stdout and "safe_to_attach: true" in out.stdout
+    bundles = list((ws / "evidence-bundles").iterdir())
+    zips = [p for p in bundles if p.suffix == ".zip"]
+    assert len(zips) == 1 and verify_bundle_zip(zips[0]).ok
+
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+SECRET_ST = st.one_of(
+    st.text(_ALNUM, min_size=36, max_size=36).map(lambda s: "ghp_" + s),
+    st.text(_ALNUM, min_size=34, max_size=34).map(lambda s: "hf_" + s),
+    st.text(_ALNUM, min_size=24, max_size=24).map(lambda s: "glpat-" + s),
+).filter(lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s[4:]))
+FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20)
+DOC = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), FILLER),
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(FILLER, c, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=DOC, secret=SECRET_ST, key=FILLER, words=FILLER)
+def test_property_no_secret_survives_a_bundle(doc: object, secret: str, key: str, words: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        with start_run(ws, "evaluation", ["worldforge", "eval", f"--token={secret}"], {"note": words}) as run:
+            run.write_artifact(
+                "reports/data.json", json.dumps({"doc": doc, key or "k": f"{words} {secret} x"})
+            )
+            run.write_artifact("logs/text.log", f"{words}\nAuthorization: Bearer {secret}\n{words}")
+            run.emit("note", {"message": f"using {secret}", "doc": doc})
+            run.complete({"doc": doc})
+        result = build_bundle(ws, [run.run_id], Path(tmp) / "bundle", make_zip=True)
+        assert secret.encode() not in all_bytes(result.output_dir)
+        assert result.zip_path is not None
+        with zipfile.ZipFile(result.zip_path) as archive:
+            assert all(secret.encode() not in archive.read(name) for name in archive.namelist())
+        assert verify_bundle_dir(result.output_dir).ok

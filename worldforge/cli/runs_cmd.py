@@ -1,0 +1,386 @@
+"""``worldforge runs``: list, show, diff, verify, resume, prune and bundle run workspaces.
+
+Exit codes follow the project contract: 0 ok; 1 when the answer is "no" (``diff``: results differ,
+``verify``: a mismatch, ``resume``: the resumed command failed); 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from worldforge.cli._common import cli_errors
+
+runs_app = typer.Typer(
+    name="runs",
+    help="Inspect, compare, verify, resume, prune and bundle run workspaces (DIR/runs/<run-id>/).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+_WS_OPT = typer.Option(
+    None,
+    "--workspace-dir",
+    "-w",
+    help="Run workspace (default: .worldforge/config.yaml workspace_dir or .worldforge).",
+)
+
+
+def _workspace(value: Path | None) -> Path:
+    if value is not None:
+        return value
+    from worldforge.config import default_workspace_dir
+
+    return default_workspace_dir()
+
+
+def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
+    if fmt not in allowed:
+        from worldforge.core.errors import WorldForgeError
+
+        raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(allowed)}.")
+
+
+def _print_json(value: Any) -> None:
+    from worldforge.core.canonical import pretty_json
+
+    sys.stdout.write(pretty_json(value))
+
+
+@runs_app.command("list")
+def list_cmd(
+    workspace_dir: Path | None = _WS_OPT,
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind."),
+) -> None:
+    """List runs, newest first, with status and digests."""
+    with cli_errors():
+        _check_format(fmt, ("table", "json"))
+        from worldforge.workspace import list_runs
+
+        rows = list_runs(_workspace(workspace_dir), kind=kind)
+        if fmt == "json":
+            _print_json({"runs": rows, "run_count": len(rows)})
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"WorldForge runs ({len(rows)})")
+        for column in ("run id", "kind", "status", "items", "result digest", "command"):
+            table.add_column(column)
+        for row in rows:
+            digest = row["result_digest"] or "-"
+            table.add_row(
+                row["run_id"],
+                str(row["kind"]),
+                row["status"],
+                str(row["item_count"]),
+                digest[:19] + "…" if len(digest) > 20 else digest,
+                str(row["command"] or ""),
+            )
+        Console(width=200).print(table)
+
+
+@runs_app.command("show")
+def show_cmd(
+    run_id: str = typer.Argument(..., help="Run id, unique prefix, or run directory."),
+    workspace_dir: Path | None = _WS_OPT,
+    fmt: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Show a run's manifest: status, digests, inputs, datasets and artifacts."""
+    with cli_errors():
+        _check_format(fmt, ("text", "json"))
+        from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
+
+        run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
+        manifest = load_manifest(run_dir)
+        manifest["effective_status"] = effective_status(run_dir, manifest)
+        if fmt == "json":
+            _print_json(manifest)
+            return
+        commit = ((manifest.get("environment") or {}).get("git") or {}).get("commit")
+        out = [
+            f"run {manifest['run_id']}",
+            f"  kind:          {manifest.get('kind')}",
+            f"  status:        {manifest['effective_status']}",
+            f"  command:       {manifest.get('command')}",
+            f"  created:       {manifest.get('created_at')}",
+            f"  version:       {manifest.get('worldforge_version')}  git {commit}",
+            f"  input_digest:  {manifest.get('input_digest')}",
+            f"  result_digest: {manifest.get('result_digest')}",
+            f"  items:         {(manifest.get('items') or {}).get('count', 0)}",
+            f"  events:        {manifest.get('event_count')}",
+            f"  claim:         {manifest.get('claim_boundary')}",
+        ]
+        if manifest.get("error"):
+            out.append(
+                f"  error:         {manifest['error'].get('type')}: {manifest['error'].get('message')}"
+            )
+        out.append("  inputs:")
+        out += [f"    {e['name']}  {e['digest']}" for e in manifest.get("inputs") or []] or ["    (none)"]
+        out.append("  dataset manifests:")
+        out += [
+            f"    {r.get('id')}  {r.get('sha256') or r.get('digest')}"
+            for r in manifest.get("dataset_manifests") or []
+        ] or ["    (none)"]
+        out.append("  artifacts:")
+        out += [
+            f"    {a['path']}  {a['sha256']}  {a['size']} B  {a['media_type']}"
+            for a in manifest.get("artifacts") or []
+        ] or ["    (none)"]
+        typer.echo("\n".join(out))
+
+
+def _diff_text(result: dict[str, Any], markdown: bool) -> str:
+    a, b = result["a"], result["b"]
+    verdict = "identical results" if result["identical_results"] else "results differ"
+    if markdown:
+        lines = [f"# Run diff: `{a['run_id']}` vs `{b['run_id']}`", "", f"**{verdict}**", ""]
+        if result["causes"]:
+            lines += [f"Causes: {', '.join(result['causes'])}", ""]
+        lines += ["| section | path | change | reason | a | b |", "| --- | --- | --- | --- | --- | --- |"]
+        for ch in result["changes"]:
+            lines.append(
+                f"| {ch['section']} | `{ch['path']}` | {ch['change']} | {ch['reason'] or ''} | "
+                f"`{json.dumps(ch['a'])}` | `{json.dumps(ch['b'])}` |"
+            )
+        return "\n".join(lines) + "\n"
+    lines = [
+        f"a: {a['run_id']} ({a['status']})  result {a['result_digest']}",
+        f"b: {b['run_id']} ({b['status']})  result {b['result_digest']}",
+        verdict,
+    ]
+    if result["causes"]:
+        lines.append("causes: " + ", ".join(result["causes"]))
+    for ch in result["changes"]:
+        lines.append(
+            f"  [{ch['reason'] or 'same'}] {ch['section']}: {ch['path']} {ch['change']}: "
+            f"{json.dumps(ch['a'])} -> {json.dumps(ch['b'])}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@runs_app.command("diff")
+def diff_cmd(
+    run_a: str = typer.Argument(..., help="Baseline run id or directory."),
+    run_b: str = typer.Argument(..., help="Candidate run id or directory."),
+    workspace_dir: Path | None = _WS_OPT,
+    fmt: str = typer.Option("text", "--format", help="text, json or md."),
+    show_all: bool = typer.Option(False, "--all", help="Also list unchanged entries."),
+) -> None:
+    """Compare two runs with reason codes; exit 0 when result digests are equal, 1 when they differ."""
+    with cli_errors():
+        _check_format(fmt, ("text", "json", "md"))
+        from worldforge.workspace import diff_runs, resolve_run_dir
+
+        ws = _workspace(workspace_dir)
+        result = diff_runs(resolve_run_dir(ws, run_a), resolve_run_dir(ws, run_b), include_all=show_all)
+        if fmt == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(_diff_text(result, markdown=fmt == "md"))
+    raise typer.Exit(0 if result["identical_results"] else 1)
+
+
+@runs_app.command("verify")
+def verify_cmd(
+    target: str = typer.Argument(..., help="Run id, run directory, bundle directory or bundle zip."),
+    workspace_dir: Path | None = _WS_OPT,
+    fmt: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Recompute artifact, input and result digests and the event chain offline; exit 1 on any mismatch."""
+    with cli_errors():
+        _check_format(fmt, ("text", "json"))
+        from worldforge.evidence.bundle import verify_target
+
+        report = verify_target(_workspace(workspace_dir), target)
+        if fmt == "json":
+            _print_json(report.to_dict())
+        else:
+            head = "OK" if report.ok else "FAILED"
+            checked = ", ".join(f"{v} {k}" for k, v in sorted(report.checked.items()))
+            typer.echo(f"{head}: {report.kind} {report.target} (status {report.status}; checked {checked})")
+            for problem in report.problems:
+                typer.echo(f"  {problem.code}: {problem.path}: {problem.message}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _strip_resume(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg == "--resume-run":
+            skip = True
+            continue
+        if arg.startswith("--resume-run="):
+            continue
+        out.append(arg)
+    return out
+
+
+def _invoke(argv: list[str], run_id: str) -> int:
+    """Re-run ``argv`` in this process with ``--resume-run`` appended; returns the exit code."""
+    import click
+
+    args = [*_strip_resume(argv[1:]), "--resume-run", run_id]
+    saved = sys.argv
+    sys.argv = [argv[0], *args]
+    try:
+        if argv[0].endswith(".py"):
+            import runpy
+
+            try:
+                runpy.run_path(argv[0], run_name="__main__")
+            except SystemExit as exc:
+                return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            return 0
+        from worldforge.cli.app import app
+
+        try:
+            app(args, prog_name="worldforge", standalone_mode=False)
+        except click.exceptions.Exit as exc:
+            return int(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            return int(exc.exit_code)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return 0
+    finally:
+        sys.argv = saved
+
+
+@runs_app.command("resume")
+def resume_cmd(
+    run_id: str = typer.Argument(..., help="Interrupted or failed run id."),
+    workspace_dir: Path | None = _WS_OPT,
+) -> None:
+    """Continue an interrupted or failed run in place, reusing completed items whose inputs still match."""
+    with cli_errors():
+        from worldforge.core.errors import WorldForgeError
+        from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
+
+        run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
+        manifest = load_manifest(run_dir)
+        status = effective_status(run_dir, manifest)
+        if status not in ("interrupted", "failed"):
+            raise WorldForgeError(
+                f"resume {run_dir.name}: status is {status!r}; only interrupted or failed runs resume."
+            )
+        invocation_path = run_dir / ".local" / "invocation.json"
+        cwd: str | None = None
+        if invocation_path.is_file():
+            invocation = json.loads(invocation_path.read_text(encoding="utf-8"))
+            argv, cwd = list(invocation["argv"]), invocation.get("cwd")
+        else:
+            argv = list(manifest.get("argv") or [])
+        if len(argv) < 2:
+            raise WorldForgeError(f"resume {run_dir.name}: the run recorded no command to re-invoke.")
+        previous = os.getcwd()
+        if cwd and Path(cwd).is_dir():
+            os.chdir(cwd)
+        try:
+            code = _invoke(argv, run_dir.name)
+        finally:
+            os.chdir(previous)
+    raise typer.Exit(code)
+
+
+@runs_app.command("prune")
+def prune_cmd(
+    workspace_dir: Path | None = _WS_OPT,
+    max_age_days: int | None = typer.Option(
+        None, "--max-age-days", help="Delete runs older than N days (0 = any age)."
+    ),
+    keep_latest: int | None = typer.Option(None, "--keep-latest", help="Always keep the newest N runs."),
+    kinds: list[str] = typer.Option([], "--kind", help="Only consider runs of this kind (repeatable)."),
+    young_hours: float | None = typer.Option(None, "--min-age-hours", help="Safety window for young runs."),
+    apply: bool = typer.Option(False, "--apply", help="Delete for real (default: dry run)."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Plan (and with --apply, perform) deletion of old runs inside DIR/runs only."""
+    with cli_errors():
+        _check_format(fmt, ("table", "json"))
+        from worldforge.config import load_config
+        from worldforge.workspace import apply_prune, plan_prune
+
+        retention = load_config().retention
+        ws = _workspace(workspace_dir)
+        plan = plan_prune(
+            ws,
+            max_age_days=retention.max_age_days if max_age_days is None else max_age_days,
+            keep_latest=retention.keep_latest if keep_latest is None else keep_latest,
+            kinds=tuple(kinds),
+            young_hours=retention.young_hours if young_hours is None else young_hours,
+        )
+        if apply:
+            plan = apply_prune(ws, plan)
+        if fmt == "json":
+            _print_json(plan)
+            return
+        mode = "apply" if apply else "dry run"
+        typer.echo(
+            f"prune ({mode}): {plan['delete_count']} of {plan['candidate_count']} runs, "
+            f"{plan['delete_bytes']} bytes"
+        )
+        for c in plan["candidates"]:
+            typer.echo(f"  {c['action']:8} {c['run_id']}  {c['kind']:12} {c['status']:11} {c['reason']}")
+
+
+@runs_app.command("bundle")
+def bundle_cmd(
+    run_id: str = typer.Argument(..., help="Run id or unique prefix."),
+    workspace_dir: Path | None = _WS_OPT,
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Bundle directory (default DIR/issue-bundles/<id>)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output directory."),
+    make_zip: bool = typer.Option(False, "--zip", help="Also write a byte-reproducible <output>.zip."),
+    fmt: str = typer.Option("md", "--format", help="md (prints issue.md) or json."),
+) -> None:
+    """Write an issue-ready evidence bundle for one run (sanitized copies, manifest, summary, issue.md)."""
+    with cli_errors():
+        _check_format(fmt, ("md", "json"))
+        from worldforge.evidence.bundle import build_bundle
+        from worldforge.workspace import resolve_run_dir
+
+        ws = _workspace(workspace_dir)
+        run_dir = resolve_run_dir(ws, run_id)
+        out = output or ws / "issue-bundles" / run_dir.name
+        result = build_bundle(ws, [run_dir.name], out, overwrite=overwrite, make_zip=make_zip, issue=True)
+        if fmt == "json":
+            m = result.manifest
+            _print_json(
+                {
+                    "run_id": run_dir.name,
+                    "output_dir": str(result.output_dir),
+                    "zip_path": str(result.zip_path) if result.zip_path else None,
+                    "safe_to_attach": m["safe_to_attach"],
+                    "included_count": m["included_count"],
+                    "excluded_count": m["excluded_count"],
+                    "redaction_count": m["redaction_count"],
+                    "bundle_digest": m["bundle_digest"],
+                    "first_triage_step": m["first_triage_step"],
+                }
+            )
+            return
+        sys.stdout.write((result.output_dir / "issue.md").read_text(encoding="utf-8"))
+        typer.echo(
+            f"\nbundle: {result.output_dir}" + (f"\nzip: {result.zip_path}" if result.zip_path else ""),
+            err=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")
+
+
+__all__ = ["register", "runs_app"]
