@@ -180,8 +180,14 @@ class Classifier:
 
     def _load(self) -> Any:
         if self._model is None:
-            from worldforge.pcg.classifier import load_classifier
-
+            try:
+                from worldforge.pcg.classifier import load_classifier
+            except ModuleNotFoundError as exc:
+                if exc.name != "worldforge.pcg.classifier":
+                    raise
+                raise WorldForgeError(
+                    "the letter classifier (worldforge.pcg.classifier) is not available in this installation."
+                ) from None
             self._model = load_classifier(self.spec)
         return self._model
 
