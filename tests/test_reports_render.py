@@ -139,10 +139,9 @@ def test_png_data_uri_rule() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.text(min_size=1, max_size=60))
 def test_html_never_leaks_markup_from_any_string(text: str) -> None:
-    result = EvaluationResult("fz", text, "s", "mock", 0.5, False, {"v": text, text: 1})
-    report = EvaluationReport(
-        "fz", text, [result], claim_boundary=text if text.strip() else "c", metric_semantics="m"
-    )
+    name = "S" + text
+    result = EvaluationResult("fz", name, "s", "mock", 0.5, False, {"v": text, text: 1})
+    report = EvaluationReport("fz", name, [result], claim_boundary="c " + text, metric_semantics="m")
     document = render_html(report.to_dict())
     parser = parse(document)
     assert set(parser.tags) <= {
