@@ -134,12 +134,17 @@ def black_mask(scene: list[tuple[LevelObject, float, float, float]], bounds: Box
     i1 = np.clip(np.ceil(hi - 0.5), 0, INNER).astype(np.int64)
     keep = i1 > i0
     r = (INNER - 1) - rows[keep]
-    width = INNER + 1
-    size = INNER * width
-    diff = np.bincount(r * width + i0[keep], minlength=size) - np.bincount(
-        r * width + i1[keep], minlength=size
-    )
-    return np.cumsum(diff.reshape(INNER, width)[:, :INNER], axis=1) > 0
+    i0, i1 = i0[keep], i1[keep]
+    mask = np.zeros((INNER, INNER), dtype=bool)
+    if r.size == 0:
+        return mask
+    # paint spans with a difference array over the occupied window only (cumsum is the cost)
+    r_lo, c_lo, c_hi = int(r.min()), int(i0.min()), int(i1.max())
+    diff = np.zeros((int(r.max()) - r_lo + 1, c_hi - c_lo + 1), dtype=np.int16)
+    np.add.at(diff, (r - r_lo, i0 - c_lo), 1)
+    np.add.at(diff, (r - r_lo, i1 - c_lo), -1)
+    mask[r_lo : r_lo + diff.shape[0], c_lo:c_hi] = np.cumsum(diff, axis=1, dtype=np.int16)[:, :-1] > 0
+    return mask
 
 
 def render_array(source: StabilityResult | Level | str | bytes) -> Any:
@@ -149,7 +154,9 @@ def render_array(source: StabilityResult | Level | str | bytes) -> Any:
     mask = black_mask(_scene(source))
     # one uint32 per pixel (little-endian RGBA): opaque white or opaque black
     pixels = np.full((IMAGE_SIZE, IMAGE_SIZE), _WHITE, dtype="<u4")
-    pixels[MARGIN : MARGIN + INNER, MARGIN : MARGIN + INNER] = np.where(mask, _BLACK, _WHITE)
+    pixels[MARGIN : MARGIN + INNER, MARGIN : MARGIN + INNER] = np.where(
+        mask, np.uint32(_BLACK), np.uint32(_WHITE)
+    )
     return pixels.view(np.uint8).reshape(IMAGE_SIZE, IMAGE_SIZE, 4)
 
 
