@@ -203,3 +203,23 @@ def test_real_argv_recorded_and_gallery_rerun_command_works(tmp_path: Path) -> N
     again = json.loads(rerun.stdout)
     assert again["provenance"]["result_digest"] == report["provenance"]["result_digest"]
     assert again["provenance"]["input_digest"] == report["provenance"]["input_digest"]
+
+
+def test_cli_import_stays_light_and_bench_script_reports() -> None:
+    code = (
+        "import sys, worldforge, worldforge.cli.app; "
+        "heavy = ('torch', 'transformers', 'Box2D', 'numpy', 'ollama'); "
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""
+    bench = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_cli.py"), "--runs", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    payload = json.loads(bench.stdout)
+    assert payload["heavy_modules_imported"] == []
+    assert payload["runs"] == 1 and payload["median_s"] > 0
