@@ -296,18 +296,28 @@ def _run_stage(
         return [r.to_dict() for r in reports]
     import importlib
 
-    scoring = importlib.import_module("worldforge.pcg.folder_scoring")
-    if name == "similarity":
-        out = scoring.stage_similarity(
-            source, classifier=opts["classifier"], workers=opts["workers"], progress=progress
-        )
-    elif name == "diversity":
-        out = scoring.stage_diversity(
-            source, trials=opts["trials"], vector=opts["diversity_vector"], progress=progress
-        )
-    else:
-        out = scoring.stage_score(source, trials=opts["trials"], exact=opts["exact"], progress=progress)
-    return [{"stage": name, "result": _report_dict(out)}]
+    from worldforge.core.errors import StageError
+
+    try:
+        scoring = importlib.import_module("worldforge.pcg.folder_scoring")
+        if name == "similarity":
+            out = scoring.stage_similarity(
+                source, classifier=opts["classifier"], workers=opts["workers"], progress=progress
+            )
+        elif name == "diversity":
+            out = scoring.stage_diversity(
+                source, trials=opts["trials"], vector=opts["diversity_vector"], progress=progress
+            )
+        else:
+            out = scoring.stage_score(source, trials=opts["trials"], exact=opts["exact"], progress=progress)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("worldforge"):
+            raise
+        raise StageError(f"stage {name}: module {exc.name} is not available in this installation.") from None
+    report = _report_dict(out)
+    if isinstance(report, dict) and "stage" in report:
+        return [report]
+    return [{"stage": name, "result": report}]
 
 
 @pcg_app.command("stage")
@@ -328,7 +338,7 @@ def stage_cmd(
     ),
     trials: int = typer.Option(10, "--trials", min=1, help="Trials per character T (diversity, score)."),
     diversity_vector: str = typer.Option(
-        "softmax", "--diversity-vector", help="softmax (2024) or cls (2025)."
+        "softmax", "--diversity-vector", help="softmax (2024) or embedding (2025, CLS token)."
     ),
     exact: bool = typer.Option(False, "--exact", help="Exact decimal scoring (score stage)."),
     run_workspace: Path | None = _WORKSPACE_OPT,
