@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worldforge import Action, BBox, Position, SceneObject, World, WorldForge, WorldForgeError
 from worldforge.core.errors import WorldStateError
@@ -167,3 +169,44 @@ def test_world_persistence_round_trip(tmp_path) -> None:  # type: ignore[no-unty
     forge.save_world(world)
     assert forge.list_worlds() == ["saved"]
     assert forge.load_world("saved").to_dict() == world.to_dict()
+
+
+def test_mock_generate_delegates_letter_requests_to_mock_letters() -> None:
+    from worldforge.providers.mock_letters import letter_reply
+
+    forge = WorldForge()
+    messages = [{"role": "user", "content": "Build the letter A"}]
+    options = {"target_character": "A", "trial_seed": 3}
+    plain = forge.generate("mock", messages, options=options)
+    variant = forge.generate("mock:v2", messages, options=options)
+    assert plain.text == letter_reply("A", 3, "")
+    assert variant.text == letter_reply("A", 3, "v2")
+    assert plain.text != variant.text and "drop_block(" in plain.text
+    assert variant.metadata["seed"] == 3 and variant.metadata["variant"] == "v2"
+    with pytest.raises(WorldForgeError, match="target_character: expected a letter A-Z"):
+        forge.generate("mock", messages, options={"target_character": "ab", "trial_seed": 1})
+    with pytest.raises(WorldForgeError, match="trial_seed: must be an integer"):
+        forge.generate("mock", messages, options={"target_character": "B"})
+
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_finite, _finite, _finite, st.one_of(st.none(), st.text(min_size=1, max_size=12)))
+def test_action_and_position_round_trip_property(x: float, y: float, z: float, oid: str | None) -> None:
+    action = Action.move_to(x, y, z, object_id=oid)
+    assert Action.from_dict(action.to_dict()) == action
+    assert Position.from_dict(Position(x, y, z).to_dict()) == Position(x, y, z)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["cube", "mug", "Ball 2"]), _finite, _finite), max_size=5))
+def test_world_snapshot_round_trip_and_digest_property(objects: list[tuple[str, float, float]]) -> None:
+    world = World("prop")
+    for name, x, y in objects:
+        world.add_object(name, Position(x, y, 0.0))
+    clone = World.from_dict(world.to_dict())
+    assert clone.to_dict() == world.to_dict()
+    assert clone.state_digest() == world.state_digest()
+    assert len({o.id for o in world.objects()}) == len(objects)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any
 
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worldforge import WorldForge, WorldForgeError
 from worldforge.evaluation import (
@@ -141,6 +144,10 @@ class _Opaque:
             r"metrics\.trace\[1\]\.cost: non-finite number",
         ),
         ({"score": 0.5, "passed": True, "metrics": {"x": -math.inf}}, r"metrics\.x: non-finite"),
+        (
+            {"score": 0.5, "passed": True, "metrics": {"n": [2**53]}},
+            r"metrics\.n\[0\]: integer .* safe range",
+        ),
         ({"score": 0.5, "passed": True, "metrics": {1: "a"}}, r"metrics: key 1 must be a string, got int"),
         ({"score": 0.5, "passed": True, "metrics": {"a": {2: 1}}}, r"metrics\.a: key 2 must be a string"),
         (
@@ -413,3 +420,40 @@ def test_provenance_envelope_validation() -> None:
     with pytest.raises(WorldForgeError, match="event_count"):
         ProvenanceEnvelope.from_dict({**payload, "event_count": -1})
     assert report.provenance.with_overrides(command=["worldforge", "eval"]).command == ["worldforge", "eval"]
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _json, max_size=4))
+def test_json_native_metrics_are_accepted_and_digest_stably(metrics: dict[str, Any]) -> None:
+    from worldforge.core.digests import digest_payload
+    from worldforge.evaluation.types import validate_metrics
+
+    assert validate_metrics(metrics) == metrics
+    result = EvaluationResult("s", "S", "x", "mock", 0.5, True, metrics)
+    assert digest_payload(result.to_dict()) == digest_payload(
+        EvaluationResult.from_dict(result.to_dict()).to_dict()
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=6), _json, min_size=1, max_size=4), st.data())
+def test_a_tuple_anywhere_is_rejected_with_its_path(metrics: dict[str, Any], data: st.DataObject) -> None:
+    from worldforge.evaluation.types import validate_metrics
+
+    key = data.draw(st.sampled_from(sorted(metrics)))
+    poisoned = dict(metrics, **{key: {"inner": [1, (2, 3)]}})
+    with pytest.raises(WorldForgeError, match=re.escape(f"metrics.{key}.inner[1]: value of type tuple")):
+        validate_metrics(poisoned)

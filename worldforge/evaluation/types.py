@@ -42,7 +42,27 @@ def validate_metrics(value: Any, where: str = "metrics") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise WorldForgeError(f"{where}: must be a dict with string keys, got {type(value).__name__}.")
     ensure_json_native(value, where)
+    _check_safe_integers(value, where)
     return dict(value)
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _check_safe_integers(value: Any, path: str) -> None:
+    """Integers beyond 2**53 - 1 cannot be canonicalized (RFC 8785 / I-JSON), so they would only fail
+    later, at digest time, far from the scenario that produced them."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise WorldForgeError(f"{path}: integer {value} exceeds the JSON safe range (+/- 2**53 - 1).")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_safe_integers(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_safe_integers(item, f"{path}[{index}]")
 
 
 def _non_empty(value: Any, where: str) -> str:
