@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Capability": "worldforge.providers.base",
     "CAPABILITY_NAMES": "worldforge.providers.base",
     "ProviderEvent": "worldforge.providers.events",
+    "GenerationResult": "worldforge.providers.base",
     "WorldForge": "worldforge.forge",
     # planning
     "LatentMPCController": "worldforge.planning.mpc",
@@ -42,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "EvaluationContext": "worldforge.evaluation",
     "EvaluationResult": "worldforge.evaluation",
     "EvaluationReport": "worldforge.evaluation",
+    "ProvenanceEnvelope": "worldforge.evaluation",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -61,7 +63,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from worldforge.core.entities import Action, BBox, Position, SceneObject
-    from worldforge.core.errors import WorldForgeError
-    from worldforge.core.world import World
-    from worldforge.forge import WorldForge
+    from worldforge.core.entities import Action as Action
+    from worldforge.core.entities import BBox as BBox
+    from worldforge.core.entities import Position as Position
+    from worldforge.core.entities import SceneObject as SceneObject
+    from worldforge.core.errors import WorldForgeError as WorldForgeError
+    from worldforge.core.world import World as World
+    from worldforge.forge import WorldForge as WorldForge
