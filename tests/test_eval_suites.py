@@ -457,3 +457,44 @@ def test_a_tuple_anywhere_is_rejected_with_its_path(metrics: dict[str, Any], dat
     poisoned = dict(metrics, **{key: {"inner": [1, (2, 3)]}})
     with pytest.raises(WorldForgeError, match=re.escape(f"metrics.{key}.inner[1]: value of type tuple")):
         validate_metrics(poisoned)
+
+
+class _FakeEntryPoint:
+    def __init__(self, name: str, target: Any) -> None:
+        self.name = name
+        self.value = f"fake:{name}"
+        self._target = target
+
+    def load(self) -> Any:
+        return self._target
+
+
+def test_entry_point_suites_and_providers_are_discovered(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from worldforge.providers.mock import MockProvider
+
+    def ok(context: EvaluationContext) -> Any:
+        return context.outcome(score=1.0, passed=True)
+
+    def make_suite() -> EvaluationSuite:
+        return _one_scenario_suite(ok, ("generate",))
+
+    def make_provider(arg: str | None = None) -> MockProvider:
+        provider = MockProvider(arg or "")
+        provider.name = f"plug:{arg}" if arg else "plug"
+        return provider
+
+    groups = {
+        "worldforge.suites": [_FakeEntryPoint("plugged-suite", make_suite)],
+        "worldforge.providers": [_FakeEntryPoint("plug", make_provider)],
+    }
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: groups.get(group, []))
+    assert "plugged-suite" in EvaluationSuite.registered_names()
+    suite = EvaluationSuite.from_reference("plugged-suite")
+    assert suite.cli_ref == "plugged-suite"
+    forge = WorldForge(discover_entry_points=True)
+    assert "plug" in forge.provider_names()
+    report = suite.run_report(["plug", "plug:x"], forge=forge)
+    assert [r.provider for r in report.results] == ["plug", "plug:x"]
+    assert WorldForge(discover_entry_points=False).provider_names() == ["mock", "ollama"]
