@@ -1,0 +1,357 @@
+"""Letter classifier for the similarity stage: any transformers image classifier over A-Z.
+
+The official similarity model is ``pittawat/vit-base-uppercase-english-characters`` (a ViT-base); it
+loads here by hub id when the hub is reachable. Nobody can download it in an offline checkout, so
+the package ships its own small classifier (``assets/letter-classifier``, trained by
+``scripts/train_letter_classifier.py`` on levels made by this project's pipeline) and uses it by
+default. Everything loads through ``AutoImageProcessor`` + ``AutoModelForImageClassification``, so a
+local copy of the official checkpoint, the bundled one and a hub id take the same code path.
+
+Outputs per image: the 26-way softmax in A..Z order (the official script indexes the softmax at
+``ord(C) - 65``) and an embedding: for ViT-like models the last encoder layer's CLS token *before*
+the final LayerNorm (``hidden_states[-1][:, 0]``, as the 2025 diversity script stores it); for
+other architectures the pooled features that feed the classification head.
+
+torch and transformers are imported inside functions: ``import worldforge`` stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_file, digest_payload
+from worldforge.core.errors import WorldForgeError
+
+LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+OFFICIAL_MODEL_ID = "pittawat/vit-base-uppercase-english-characters"
+BUNDLED_ID = "worldforge/letter-classifier"
+BUNDLED_DIR = Path(__file__).resolve().parent / "assets" / "letter-classifier"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
+_CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn", "vit_mae", "dinov3_vit"}
+_BOX = 4  # PIL.Image.Resampling.BOX
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One image: softmax over A..Z, its argmax letter and (optionally) the embedding."""
+
+    softmax: list[float]
+    embedding: list[float] | None
+
+    @property
+    def top(self) -> str:
+        return LETTERS[max(range(len(LETTERS)), key=self.softmax.__getitem__)]
+
+    @property
+    def confidence(self) -> float:
+        return max(self.softmax)
+
+
+class Classification(Sequence[Prediction]):
+    """Batch result: a sequence of :class:`Prediction` with row views ``softmax``/``embeddings``."""
+
+    def __init__(self, predictions: list[Prediction]) -> None:
+        self._items = predictions
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: int) -> Prediction:  # type: ignore[override]
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Prediction]:
+        return iter(self._items)
+
+    @property
+    def softmax(self) -> list[list[float]]:
+        return [p.softmax for p in self._items]
+
+    @property
+    def embeddings(self) -> list[list[float]] | None:
+        if any(p.embedding is None for p in self._items):
+            return None
+        return [p.embedding for p in self._items if p.embedding is not None]
+
+    @property
+    def top(self) -> list[str]:
+        return [p.top for p in self._items]
+
+
+def letter_indices(id2label: Mapping[Any, Any], *, source: str) -> list[int]:
+    """Logit index of each letter A..Z, validated.
+
+    Accepted: labels that are exactly the letters A-Z (any case, any order; extra labels allowed and
+    ignored), or 26 generic ``LABEL_i`` labels, read as ``i <-> chr(65 + i)`` like the official
+    script (which never reads ``id2label``). Anything else is a :class:`WorldForgeError`.
+    """
+    labels = {int(k): str(v).strip() for k, v in id2label.items()}
+    by_letter: dict[str, int] = {}
+    for index, label in labels.items():
+        if len(label) == 1 and label.upper() in LETTERS:
+            if label.upper() in by_letter:
+                raise WorldForgeError(
+                    f"classifier {source}: label {label.upper()!r} appears twice in id2label."
+                )
+            by_letter[label.upper()] = index
+    if len(by_letter) == 26:
+        return [by_letter[c] for c in LETTERS]
+    if len(labels) == 26 and all(re.fullmatch(r"LABEL_\d+", v) for v in labels.values()):
+        return list(range(26))
+    missing = "".join(c for c in LETTERS if c not in by_letter)
+    raise WorldForgeError(
+        f"classifier {source}: id2label must cover the letters A-Z (missing {missing or 'none'}; "
+        f"{len(labels)} labels such as {sorted(labels.values())[:4]})."
+    )
+
+
+def pick_device(preferred: str | None = None) -> str:
+    """``cuda`` -> ``mps`` -> ``cpu`` (the official script's order) unless one is requested."""
+    import torch
+
+    if preferred:
+        return preferred
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _env_offline() -> bool:
+    return any(
+        os.environ.get(k, "").strip().lower() in _TRUE for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def _weights_digest(folder: Path) -> str:
+    """sha256 of the weights file; sharded checkpoints digest the list of shard digests."""
+    for name in WEIGHT_FILES:
+        if (folder / name).is_file():
+            return digest_file(folder / name)
+    shards = sorted(folder.glob("model-*.safetensors")) or sorted(folder.glob("pytorch_model-*.bin"))
+    if shards:
+        return digest_payload([[p.name, digest_file(p)] for p in shards])
+    raise WorldForgeError(f"classifier {folder}: no weights file ({', '.join(WEIGHT_FILES)}).")
+
+
+def _offline_message(spec: str, reason: str) -> str:
+    return (
+        f"classifier {spec!r}: cannot load from the Hugging Face hub ({reason}); point --classifier at a "
+        "local checkpoint directory (config.json, weights, preprocessor_config.json) or omit it to use "
+        "the bundled letter classifier."
+    )
+
+
+def _resolve(spec: str | Path | None) -> tuple[str, Path | None]:
+    """(id, local folder or None for a hub id)."""
+    if spec is None or str(spec) in ("", "bundled", BUNDLED_ID):
+        if not (BUNDLED_DIR / "config.json").is_file():
+            raise WorldForgeError(
+                f"bundled letter classifier missing under {BUNDLED_DIR}; "
+                "run scripts/train_letter_classifier.py."
+            )
+        return BUNDLED_ID, BUNDLED_DIR
+    text = str(spec)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise WorldForgeError(f"classifier {text}: directory has no config.json.")
+        return f"local:{path.resolve().name}", path
+    if path.exists():
+        raise WorldForgeError(f"classifier {text}: expected a checkpoint directory, got a file.")
+    if text.startswith(("/", "./", "../", "~")) or "\\" in text or text.count("/") > 1:
+        raise WorldForgeError(f"classifier {text}: directory does not exist.")
+    return text, None
+
+
+def load_classifier(
+    spec: str | Path | None = None, *, device: str | None = None, offline: bool | None = None
+) -> LetterClassifier:
+    """Load a classifier: ``None``/``"bundled"`` = bundled checkpoint, a directory, or a hub id.
+
+    A hub id is first looked up in the local cache; it is downloaded only when ``offline`` is false
+    (default: false unless ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set). Any failure is a
+    one-line :class:`WorldForgeError` naming the alternatives.
+    """
+    ident, folder = _resolve(spec)
+    try:
+        from transformers import AutoImageProcessor, AutoModelForImageClassification
+    except ImportError as exc:  # pragma: no cover - the ml extra is installed in development
+        raise WorldForgeError(
+            "classifier: transformers/torch are not installed (pip install 'worldforge[ml]')."
+        ) from exc
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    if folder is not None:
+        try:
+            processor = AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
+            model = AutoModelForImageClassification.from_pretrained(str(folder), local_files_only=True)
+        except (OSError, ValueError, KeyError) as exc:
+            raise WorldForgeError(
+                f"classifier {ident}: cannot load checkpoint ({' '.join(str(exc).split())[:200]})."
+            ) from exc
+        digest = _weights_digest(folder)
+    else:
+        offline = _env_offline() if offline is None else offline
+        processor = model = None
+        reason = "not in the local cache and the hub is offline (HF_HUB_OFFLINE)"
+        for local_only in (True, False) if not offline else (True,):
+            try:
+                processor = AutoImageProcessor.from_pretrained(ident, local_files_only=local_only)
+                model = AutoModelForImageClassification.from_pretrained(ident, local_files_only=local_only)
+                break
+            except Exception as exc:  # noqa: BLE001 - hub errors come in many types; all mean "cannot load"
+                reason = "not in the local cache" if local_only else " ".join(str(exc).split())[:160]
+        if model is None:
+            raise WorldForgeError(_offline_message(ident, reason))
+        digest = _hub_weights_digest(ident)
+    return LetterClassifier(model, processor, ident=ident, weights_digest=digest, device=device)
+
+
+def _hub_weights_digest(repo: str) -> str:
+    from huggingface_hub import try_to_load_from_cache
+
+    for name in WEIGHT_FILES:
+        path = try_to_load_from_cache(repo, name)
+        if isinstance(path, str) and Path(path).is_file():
+            return digest_file(path)
+    raise WorldForgeError(f"classifier {repo}: loaded, but its weights file is not in the local cache.")
+
+
+class LetterClassifier:
+    """A loaded model + processor with A..Z label validation, batching and embeddings."""
+
+    def __init__(
+        self, model: Any, processor: Any, *, ident: str, weights_digest: str, device: str | None = None
+    ):
+        self.model = model
+        self.processor = processor
+        self.id = ident
+        self.weights_digest = weights_digest
+        self.indices = letter_indices(model.config.id2label, source=ident)
+        self.device = pick_device(device)
+        self.model.to(self.device)
+        self.model.eval()
+        self.cls_token = getattr(model.config, "model_type", "") in _CLS_TOKEN_TYPES
+        self._fast_size = self._box_resize_size()
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """``{id, weights_digest}``: what every report names."""
+        return {"id": self.id, "weights_digest": self.weights_digest}
+
+    def _box_resize_size(self) -> tuple[int, int] | None:
+        """Target (h, w) when the processor box-resizes to a fixed size (enables integer pre-reduction)."""
+        p = self.processor
+        size = getattr(p, "size", None)
+        if isinstance(size, Mapping):
+            height, width = size.get("height"), size.get("width")
+        else:  # transformers 5 SizeDict
+            height, width = getattr(size, "height", None), getattr(size, "width", None)
+        if not getattr(p, "do_resize", False) or getattr(p, "do_center_crop", False):
+            return None
+        resample = getattr(p, "resample", None)
+        if resample is None or int(resample) != _BOX or not height or not width:
+            return None
+        return int(height), int(width)
+
+    def _prepare(self, image: Any) -> Any:
+        """Open/convert one input to RGB; box-resize processors get an exact integer pre-reduction.
+
+        A box filter over an integer factor equals block averaging, so reducing a 1024 px render by
+        16 before the processor's own 64 px box resize gives the same pixels (up to uint8 rounding)
+        in a fraction of the time.
+        """
+        from PIL import Image
+
+        if isinstance(image, (str, Path)):
+            try:
+                with Image.open(image) as handle:
+                    image = handle.convert("RGB")
+            except (OSError, ValueError) as exc:
+                raise WorldForgeError(f"{image}: cannot read image ({exc}).") from exc
+        elif isinstance(image, (bytes, bytearray)):
+            import io
+
+            image = Image.open(io.BytesIO(image)).convert("RGB")
+        elif getattr(image, "mode", "RGB") != "RGB":
+            image = image.convert("RGB")
+        if self._fast_size is not None:
+            h, w = self._fast_size
+            fx, fy = image.width // w, image.height // h
+            if fx == fy and fx > 1 and image.width == w * fx and image.height == h * fy:
+                image = image.reduce(fx)
+        return image
+
+    def classify(
+        self, images: Sequence[Any], *, batch_size: int = 64, embedding: bool = True, workers: int = 1
+    ) -> Classification:
+        """Softmax over A..Z (+ embedding) for paths, PNG bytes or PIL images, in input order."""
+        import torch
+
+        if batch_size < 1:
+            raise WorldForgeError(f"batch_size: must be >= 1, got {batch_size}.")
+        out: list[Prediction] = []
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        try:
+            for start in range(0, len(images), batch_size):
+                chunk = images[start : start + batch_size]
+                prepared = list(pool.map(self._prepare, chunk)) if pool else [self._prepare(i) for i in chunk]
+                inputs = self.processor(images=prepared, return_tensors="pt")
+                pixel_values = inputs["pixel_values"].to(self.device)
+                out.extend(self._forward(pixel_values, embedding, torch))
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return Classification(out)
+
+    def _forward(self, pixel_values: Any, embedding: bool, torch: Any) -> list[Prediction]:
+        captured: list[Any] = []
+        hook = None
+        head = getattr(self.model, "classifier", None)
+        if embedding and not self.cls_token and head is not None:
+            hook = head.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+        try:
+            with torch.inference_mode():
+                result = self.model(
+                    pixel_values=pixel_values, output_hidden_states=embedding and self.cls_token
+                )
+        finally:
+            if hook is not None:
+                hook.remove()
+        logits = result.logits[:, self.indices].float()
+        probs = torch.softmax(logits, dim=-1).cpu().tolist()
+        embeds: list[list[float]] | list[None] = [None] * len(probs)
+        if embedding:
+            if self.cls_token:
+                feats = result.hidden_states[-1][:, 0, :]
+            elif captured:
+                feats = captured[0].flatten(1)
+            else:
+                feats = result.hidden_states[-1].flatten(2).mean(-1)
+            embeds = feats.float().cpu().tolist()
+        return [Prediction(p, e) for p, e in zip(probs, embeds, strict=True)]
+
+
+__all__ = [
+    "BUNDLED_DIR",
+    "BUNDLED_ID",
+    "LETTERS",
+    "OFFICIAL_MODEL_ID",
+    "Classification",
+    "LetterClassifier",
+    "Prediction",
+    "letter_indices",
+    "load_classifier",
+    "pick_device",
+]
