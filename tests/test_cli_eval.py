@@ -223,3 +223,87 @@ def test_cli_import_stays_light_and_bench_script_reports() -> None:
     payload = json.loads(bench.stdout)
     assert payload["heavy_modules_imported"] == []
     assert payload["runs"] == 1 and payload["median_s"] > 0
+
+
+def test_dataset_manifest_is_cited_in_provenance(monkeypatch: pytest.MonkeyPatch) -> None:
+    datasets = pytest.importorskip("worldforge.datasets")
+    if not hasattr(datasets, "manifest_reference"):
+        pytest.skip("worldforge.datasets.manifest_reference not available")
+    manifest = "examples/dataset-manifests/mock-evaluation-fixtures.json"
+    if not (ROOT / manifest).is_file():
+        pytest.skip("example dataset manifest not present")
+    monkeypatch.chdir(ROOT)
+    args = ["eval", "--suite", "planning", "--provider", "mock", "--dataset-manifest", manifest]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    refs = json.loads(result.stdout)["provenance"]["dataset_manifests"]
+    assert [r["id"] for r in refs] == ["mock-evaluation-fixtures"]
+    assert refs[0]["sha256"].startswith("sha256:") and "entries" not in refs[0]
+    plain = json.loads(runner.invoke(app, ["eval", "--suite", "planning", "--format", "json"]).stdout)
+    assert plain["provenance"]["input_digest"] != json.loads(result.stdout)["provenance"]["input_digest"]
+
+
+INTERRUPTIBLE = """
+import os
+from pathlib import Path
+from worldforge.evaluation import EvaluationScenario, EvaluationSuite
+
+LOG = Path(os.environ["WF_TEST_LOG"])
+
+def _make(name):
+    def evaluator(context):
+        with LOG.open("a") as handle:
+            handle.write(f"{context.provider}/{name}\\n")
+        if name == "b" and os.environ.get("WF_TEST_INTERRUPT") == "1":
+            raise KeyboardInterrupt
+        return context.outcome(score=0.5, passed=True, metrics={"name": name})
+    return evaluator
+
+def build():
+    return EvaluationSuite.custom(
+        suite_id="interruptible", name="Interruptible", suite_version="interruptible:1",
+        claim_boundary="test suite, no claims",
+        scenarios=[EvaluationScenario.from_callable(name=n, description=n, evaluator=_make(n))
+                   for n in ("a", "b", "c")],
+    )
+"""
+
+
+def test_interrupted_eval_resumes_through_runs_resume(tmp_path: Path) -> None:
+    (tmp_path / "interruptible.py").write_text(INTERRUPTIBLE)
+    log = tmp_path / "calls.log"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), WF_TEST_LOG=str(log), WF_TEST_INTERRUPT="1")
+    env.pop("WORLDFORGE_CONFIG", None)
+    argv = [
+        *WORLDFORGE,
+        "eval",
+        "--suite",
+        "interruptible.py:build",
+        "--provider",
+        "mock",
+        "--format",
+        "json",
+    ]
+    first = subprocess.run(
+        [*argv, "--run-workspace", "ws"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert first.returncode != 0
+    (run_dir,) = list((tmp_path / "ws" / "runs").iterdir())
+    assert json.loads((run_dir / "run_manifest.json").read_text())["status"] == "interrupted"
+    assert log.read_text().split() == ["mock/a", "mock/b"]
+
+    env["WF_TEST_INTERRUPT"] = "0"
+    log.write_text("")
+    resumed = subprocess.run(
+        [*WORLDFORGE, "runs", "resume", run_dir.name, "--workspace-dir", "ws"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert log.read_text().split() == ["mock/b", "mock/c"]  # a was reused from its item record
+    manifest = json.loads((run_dir / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    fresh = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert manifest["result_digest"] == json.loads(fresh.stdout)["provenance"]["result_digest"]
