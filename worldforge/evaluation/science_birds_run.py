@@ -18,7 +18,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,6 +242,16 @@ class RunState:
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
 
 
+@dataclass
+class _ChunkWork:
+    """A chunk in flight: its keys, generated replies and the pending level-stage outcomes."""
+
+    chunk: list[tuple[ItemKey, int, str]]
+    generated: list[dict[str, Any]]
+    futures: list[Future[dict[str, Any]]]
+    outcomes: list[dict[str, Any]]
+
+
 _WORKER_CACHES: dict[str, StageCache] = {}
 
 
@@ -346,37 +356,47 @@ class ItemRunner:
                     progress(1)
                 continue
             pending.append((key, seed, digest))
+        # Pipelined: while the pool simulates chunk i, this process generates chunk i+1.
         step = self.config.chunk_size
-        for start in range(0, len(pending), step):
-            chunk = pending[start : start + step]
-            for record in self._process_chunk(chunk, executor):
-                records[record["item_id"]] = record
-                if progress:
-                    progress(1)
+        previous: _ChunkWork | None = None
+        chunks = [pending[start : start + step] for start in range(0, len(pending), step)]
+        for chunk in [*chunks, None]:
+            current = self._submit_chunk(chunk, executor) if chunk is not None else None
+            if previous is not None:
+                for record in self._finish_chunk(previous):
+                    records[record["item_id"]] = record
+                    if progress:
+                        progress(1)
+            previous = current
         return {k.item_id: records[k.item_id] for k in keys}
 
     # -- one chunk --------------------------------------------------------------------------------
-    def _process_chunk(
-        self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None
-    ) -> list[dict[str, Any]]:
+    def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
+        """Generate the replies (this process) and start the level stages (the pool)."""
         t0 = time.perf_counter()
         generated = [self._generate(key, seed) for key, seed, _ in chunk]
         self.state.add("generate", time.perf_counter() - t0)
-
-        t0 = time.perf_counter()
-        jobs: list[LevelJob | None] = []
-        for (key, _, _), gen in zip(chunk, generated, strict=True):
-            ok = gen.get("error") is None
-            jobs.append(LevelJob(key.item_id, gen["reply"], tuple(self.versions.items())) if ok else None)
-        real_jobs = [j for j in jobs if j is not None]
+        jobs = [
+            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()))
+            for (key, _, _), gen in zip(chunk, generated, strict=True)
+            if gen.get("error") is None
+        ]
         root = str(self.cache.root) if self.cache.root is not None else None
-        if executor is not None and len(real_jobs) > 1:
-            size = max(1, len(real_jobs) // (self.config.workers * 4))
-            outcomes = list(executor.map(_worker_stages, real_jobs, [root] * len(real_jobs), chunksize=size))
-        else:
-            outcomes = [run_level_stages(j, self.cache) for j in real_jobs]
-        by_id = {o["item_id"]: o for o in outcomes}
+        if executor is not None and len(jobs) > 1:
+            return _ChunkWork(
+                chunk, generated, [executor.submit(_worker_stages, job, root) for job in jobs], []
+            )
+        t0 = time.perf_counter()
+        outcomes = [run_level_stages(job, self.cache) for job in jobs]
         self.state.add("level_stages", time.perf_counter() - t0)
+        return _ChunkWork(chunk, generated, [], outcomes)
+
+    def _finish_chunk(self, work: _ChunkWork) -> list[dict[str, Any]]:
+        """Collect the level stages, classify the images in one batch and record every item."""
+        t0 = time.perf_counter()
+        outcomes = work.outcomes or [future.result() for future in work.futures]
+        by_id = {o["item_id"]: o for o in outcomes}
+        self.state.add("level_stages_wait", time.perf_counter() - t0)
 
         t0 = time.perf_counter()
         pngs: dict[str, bytes] = {
@@ -387,10 +407,9 @@ class ItemRunner:
 
         t0 = time.perf_counter()
         records = []
-        for (key, seed, digest), gen in zip(chunk, generated, strict=True):
-            record = self._record(
-                key, seed, digest, gen, by_id.get(key.item_id), pngs.get(key.item_id), vectors
-            )
+        for (key, seed, digest), gen in zip(work.chunk, work.generated, strict=True):
+            level = by_id.get(key.item_id)
+            record = self._record(key, seed, digest, gen, level, pngs.get(key.item_id), vectors)
             if self.run is not None:
                 png = pngs.get(key.item_id)
                 if png is not None:
@@ -511,7 +530,7 @@ class ItemRunner:
         assert png is not None
         softmax, embedding = vectors[key.item_id]
         record["image"] = {"path": f"images/{key.item_id}.png", "digest": digest_bytes(png)}
-        record["thumbnail"] = thumbnail_data_uri(png)
+        record["thumbnail"] = level.get("thumbnail") or thumbnail_data_uri(png)
         record["softmax"] = softmax
         if self.config.diversity_vector == "embedding":
             record["embedding"] = embedding

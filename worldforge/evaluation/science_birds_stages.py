@@ -268,6 +268,7 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         return out
     stages["render"] = {"digest": digest_bytes(png), "version": versions["render"]}
     out["png_b64"] = base64.b64encode(png).decode("ascii")
+    out["thumbnail"] = thumbnail_data_uri(png)
     return out
 
 

@@ -20,6 +20,7 @@ import hashlib
 import random
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
@@ -84,9 +85,15 @@ def letter_program_lines(letter: str, trial_seed: int, variant: str = "") -> lis
     """The ``drop_block`` calls the mock writes for ``letter`` in this trial."""
     if not isinstance(letter, str) or not _LETTER_RE.match(letter):
         raise WorldForgeError(f"target_character must be one uppercase letter A-Z, got {letter!r}.")
+    return list(_cached_lines(letter, int(trial_seed), str(variant or "")))
+
+
+@lru_cache(maxsize=4096)
+def _cached_lines(letter: str, trial_seed: int, variant: str) -> tuple[str, ...]:
+    """Memoised: a multi-turn program asks the mock the same question once per turn."""
     from worldforge.pcg.glyphs import letter_program
 
-    return _program_lines(letter_program(letter, int(trial_seed), str(variant or "")))
+    return tuple(_program_lines(letter_program(letter, trial_seed, variant)))
 
 
 def letter_reply(letter: str, trial_seed: int, variant: str = "") -> str:
