@@ -200,3 +200,43 @@ def test_parse_other_science_birds_xml() -> None:
 def test_parse_errors_name_the_field(xml: str, fragment: str) -> None:
     with pytest.raises(WorldForgeError, match=fragment):
         parse_level_xml(xml, source="lvl.xml")
+
+
+_OBJ = st.tuples(
+    st.sampled_from(["Block", "Pig", "TNT", "Platform"]),
+    st.sampled_from(["SquareTiny", "RectSmall", "RectFat", "Circle", "BasicSmall", "", "Unknown"]),
+    st.sampled_from(["wood", "stone", "ice", ""]),
+    st.floats(-30, 30, allow_nan=False),
+    st.floats(-5, 10, allow_nan=False),
+    st.sampled_from([0, 90, 45.5, 180]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_OBJ, max_size=12), st.sampled_from(["utf-8", "utf-16"]))
+def test_level_parser_round_trips_generated_xml(
+    objs: list[tuple[str, str, str, float, float, float]], enc: str
+) -> None:
+    body = "".join(
+        f'<{tag} type="{t}" material="{m}" x="{x!r}" y="{y!r}" rotation="{r}" />'
+        for tag, t, m, x, y, r in objs
+    )
+    xml = (
+        f'<?xml version="1.0" encoding="utf-16"?>\n<Level width="3"><GameObjects>{body}</GameObjects></Level>'
+    )
+    level = parse_level_xml(xml.encode(enc))
+    assert [(o.kind, o.x, o.y, float(o.rotation)) for o in level.objects] == [
+        (tag.lower(), x, y, float(r)) for tag, _, _, x, y, r in objs
+    ]
+    for obj in level.objects:
+        w, h = obj.size
+        assert w > 0 and h > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=200)))
+def test_level_parser_rejects_garbage_with_worldforge_error(data: str | bytes) -> None:
+    try:
+        parse_level_xml(data)
+    except WorldForgeError:
+        pass
