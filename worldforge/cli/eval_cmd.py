@@ -141,19 +141,19 @@ def eval_command(
     ),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
     program: list[str] = typer.Option(
-        None, "--program", help="[science-birds] prompt program DIR (repeatable)."
+        None, "--program", help="science-birds: prompt program DIR (repeatable)."
     ),
-    trials: int | None = typer.Option(None, "--trials", help="[science-birds] trials per letter."),
+    trials: int | None = typer.Option(None, "--trials", help="science-birds: trials per letter."),
     characters: str | None = typer.Option(
-        None, "--characters", help="[science-birds] letters, e.g. A-Z or A,C,E."
+        None, "--characters", help="science-birds: letters, e.g. A-Z or A,C,E."
     ),
-    classifier: str | None = typer.Option(None, "--classifier", help="[science-birds] classifier id or DIR."),
-    workers: int | None = typer.Option(None, "--workers", help="[science-birds] parallel workers."),
+    classifier: str | None = typer.Option(None, "--classifier", help="science-birds: classifier id or DIR."),
+    workers: int | None = typer.Option(None, "--workers", help="science-birds: parallel workers."),
     diversity_vector: str | None = typer.Option(
-        None, "--diversity-vector", help="[science-birds] softmax | embedding."
+        None, "--diversity-vector", help="science-birds: softmax | embedding."
     ),
-    ollama_host: str | None = typer.Option(None, "--ollama-host", help="[science-birds] Ollama server URL."),
-    seed: int | None = typer.Option(None, "--seed", help="[science-birds] master seed."),
+    ollama_host: str | None = typer.Option(None, "--ollama-host", help="science-birds: Ollama server URL."),
+    seed: int | None = typer.Option(None, "--seed", help="science-birds: master seed."),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=EVAL_HINT):
