@@ -43,7 +43,9 @@ class PixelClassifier(Classifier):
     def identity(self) -> dict[str, Any]:
         return {"id": "pixel-test", "weights_digest": digest_text("pixel-test/v1")}
 
-    def classify(self, pngs: Sequence[bytes]) -> list[tuple[list[float], list[float]]]:
+    def classify(
+        self, pngs: Sequence[bytes], embedding: bool = True
+    ) -> list[tuple[list[float], list[float]]]:
         from PIL import Image
 
         out = []
@@ -105,7 +107,9 @@ def pixel_classifier(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Route the suite's classifier through :class:`PixelClassifier` (also via from_builtin)."""
     fake = PixelClassifier()
     monkeypatch.setattr(Classifier, "identity", lambda self: fake.identity())
-    monkeypatch.setattr(Classifier, "classify", lambda self, pngs: fake.classify(pngs))
+    monkeypatch.setattr(
+        Classifier, "classify", lambda self, pngs, embedding=True: fake.classify(pngs, embedding)
+    )
     yield
 
 
@@ -250,3 +254,39 @@ def test_bad_options_fail_before_any_call() -> None:
 
         forge.register_provider("nogen", NoGen())
         suite.run_report(["nogen"], forge=forge)
+
+
+def test_real_classifier_code_path_with_a_local_checkpoint(tmp_path: Path) -> None:
+    """The suite drives ``pcg.classifier`` (Auto classes) on a tiny random ViT saved locally."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    labels = {i: chr(65 + i) for i in range(26)}
+    config = transformers.ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=26,
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+    )
+    folder = tmp_path / "tiny-vit"
+    transformers.ViTForImageClassification(config).save_pretrained(folder)
+    transformers.ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    options = {**OPTIONS, "characters": "AB", "classifier": str(folder), "diversity_vector": "embedding"}
+    forge = WorldForge()
+    with start_run(tmp_path / "ws", kind="evaluation", argv=["test"], config=options) as run:
+        report = evaluate(["mock"], forge=forge, options=options, run=run)
+        run.complete(result_payload(report))
+    records = run.completed_items()
+    assert len(records) == 2 * 3 * 2
+    for rec in records.values():
+        assert len(rec["softmax"]) == 26 and sum(rec["softmax"]) == pytest.approx(1.0, abs=1e-5)
+        assert len(rec["embedding"]) == 32  # the CLS token of the last hidden state
+    measurement = report.sections["measurement"]
+    assert measurement["classifier.id"] == "local:tiny-vit"
+    assert measurement["classifier.weights_digest"] == digest_file(folder / "model.safetensors")
+    assert measurement["diversity_vector"] == "embedding"

@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
 
     fake = PixelClassifier()
     Classifier.identity = lambda self: fake.identity()
-    Classifier.classify = lambda self, pngs: fake.classify(pngs)
+    Classifier.classify = lambda self, pngs, embedding=True: fake.classify(pngs, embedding)
 
     class SlowMock(MockProvider):
         def generate(self, messages, *, options=None):

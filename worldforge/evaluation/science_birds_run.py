@@ -199,20 +199,20 @@ class Classifier:
             return dict(value)
         return {"id": str(value or self.spec or "bundled")}
 
-    def classify(self, pngs: Sequence[bytes]) -> list[tuple[list[float], list[float]]]:
-        """Softmax over A–Z and the embedding for each image, rounded (see VECTOR_DECIMALS)."""
+    def classify(
+        self, pngs: Sequence[bytes], embedding: bool = True
+    ) -> list[tuple[list[float], list[float]]]:
+        """Softmax over A–Z and (when asked) the embedding per image, rounded (VECTOR_DECIMALS)."""
         if not pngs:
             return []
-        import io
-
-        from PIL import Image
-
         model = self._load()
-        images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
-        result = model.classify(images)
+        try:
+            result = model.classify(list(pngs), embedding=embedding)
+        except TypeError:  # a classifier without the embedding switch
+            result = model.classify(list(pngs))
+        softmax = _rows(getattr(result, "softmax", None))
+        embeds = _rows(getattr(result, "embeddings", None)) if embedding else []
         out: list[tuple[list[float], list[float]]] = []
-        softmax = _rows(getattr(result, "softmax", None) if not isinstance(result, tuple) else result[0])
-        embeds = _rows(getattr(result, "embeddings", None) if not isinstance(result, tuple) else result[1])
         for i in range(len(pngs)):
             sm = [round(float(v), VECTOR_DECIMALS) for v in softmax[i]]
             em = [round(float(v), VECTOR_DECIMALS) for v in embeds[i]] if embeds else []
@@ -463,7 +463,8 @@ class ItemRunner:
     def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
         result: dict[str, tuple[list[float], list[float]]] = {}
         missing: list[tuple[str, str]] = []
-        ident = digest_payload(self.classifier.identity())
+        want_embedding = self.config.diversity_vector == "embedding"
+        ident = digest_payload({"classifier": self.classifier.identity(), "embedding": want_embedding})
         for iid, png in pngs.items():
             key = StageCache.key("classify", ident, digest_bytes(png))
             cached = self.cache.get_json("classify", key)
@@ -472,7 +473,7 @@ class ItemRunner:
             else:
                 missing.append((iid, key))
         if missing:
-            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing])
+            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing], want_embedding)
             for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
                 result[iid] = (softmax, embedding)
                 self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
