@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worldforge import Action, BBox, Position, SceneObject, World, WorldForge, WorldForgeError
-from worldforge.core.errors import WorldStateError
+from worldforge.core.errors import ProviderError, WorldStateError
 from worldforge.providers.events import InMemoryEventSink
 
 
@@ -210,3 +210,42 @@ def test_world_snapshot_round_trip_and_digest_property(objects: list[tuple[str, 
     assert clone.to_dict() == world.to_dict()
     assert clone.state_digest() == world.state_digest()
     assert len({o.id for o in world.objects()}) == len(objects)
+
+
+def test_provider_event_validation_and_sanitized_message() -> None:
+    from worldforge.providers.events import ProviderEvent
+
+    event = ProviderEvent(
+        "ollama:qwen",
+        "generate",
+        "RETRY",
+        attempt=2,
+        max_attempts=3,
+        duration_ms=12.34567,
+        message="connect failed: Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456",
+    )
+    assert event.phase == "retry" and event.duration_ms == 12.346
+    assert "abcdefghijklmnopqrstuvwxyz123456" not in event.message
+    assert event.to_dict()["max_attempts"] == 3 and "input_digest" not in event.to_dict()
+    with pytest.raises(WorldForgeError, match="phase"):
+        ProviderEvent("p", "generate", "exploded")
+    with pytest.raises(WorldForgeError, match="attempt"):
+        ProviderEvent("p", "generate", "success", attempt=0)
+    with pytest.raises(WorldForgeError, match="input_digest"):
+        ProviderEvent("p", "generate", "success", input_digest="md5:abc")
+    with pytest.raises(WorldForgeError, match="duration_ms"):
+        ProviderEvent("p", "generate", "success", duration_ms=-1)
+
+
+def test_failed_provider_call_emits_failure_event() -> None:
+    sink = InMemoryEventSink()
+    forge = WorldForge(event_sinks=[sink])
+    world = forge.create_world("fail")
+    world.predict(Action.noop())
+    world.add_object("cube")
+    with pytest.raises(ProviderError, match="unknown object_id 'ghost'"):
+        world.predict(Action.move_to(0, 0, 0, object_id="ghost"))
+    assert world.step == 1  # a failed prediction leaves the world untouched
+    phases = [(e.operation, e.phase) for e in sink.events]
+    assert phases == [("predict", "success"), ("predict", "failure")]
+    assert "ghost" in sink.events[-1].message

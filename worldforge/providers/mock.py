@@ -56,8 +56,10 @@ def apply_action(
     parsed = Action.from_dict(action)
     objects: list[dict[str, Any]] = new_state.setdefault("objects", [])
     moved = 0.0
+    object_id = parsed.parameters.get("object_id") if parsed.kind == "move_to" else None
+    if object_id is not None and not any(obj.get("id") == object_id for obj in objects):
+        raise ProviderError(f"mock: move_to references unknown object_id {object_id!r}.")
     if parsed.kind == "move_to" and objects:
-        object_id = parsed.parameters.get("object_id")
         if object_id is None:
             index = 0
         else:
