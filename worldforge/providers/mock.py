@@ -60,13 +60,7 @@ def apply_action(
     if object_id is not None and not any(obj.get("id") == object_id for obj in objects):
         raise ProviderError(f"mock: move_to references unknown object_id {object_id!r}.")
     if parsed.kind == "move_to" and objects:
-        if object_id is None:
-            index = 0
-        else:
-            matches = [i for i, obj in enumerate(objects) if obj.get("id") == object_id]
-            if not matches:
-                raise ProviderError(f"mock: move_to references unknown object_id {object_id!r}.")
-            index = matches[0]
+        index = 0 if object_id is None else next(i for i, o in enumerate(objects) if o.get("id") == object_id)
         obj = SceneObject.from_dict(objects[index], f"objects[{index}]")
         target = Position.from_dict(parsed.parameters["target"])
         distance = obj.position.distance_to(target)
