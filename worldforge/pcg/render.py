@@ -15,8 +15,6 @@ spans. That keeps rendering at about a millisecond, so physics dominates the per
 from __future__ import annotations
 
 import math
-import struct
-import zlib
 from typing import TYPE_CHECKING, Any
 
 from worldforge.core.errors import WorldForgeError
@@ -171,34 +169,11 @@ def render_level(source: StabilityResult | Level | str | bytes) -> Image.Image:
     return Image.fromarray(render_array(source), mode="RGBA")
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
 def encode_png(rgba: Any) -> bytes:
-    """Deterministic PNG of an (h, w, 4) uint8 array: 8-bit RGBA, Sub filter, zlib level 1.
+    """Deterministic PNG of an (h, w, 4) uint8 array (see :mod:`worldforge.pcg.png`)."""
+    from worldforge.pcg.png import encode_png as _encode
 
-    Written by hand because its bytes depend only on the pixels (Pillow's encoder output may change
-    between versions, which would change artifact digests) and it skips Pillow's copies; zlib
-    itself is the remaining cost (about 6 ms for a 1024x1024 image).
-    """
-    import numpy as np
-
-    h, w = rgba.shape[:2]
-    rows = np.ascontiguousarray(rgba, dtype=np.uint8).reshape(h, w * 4)
-    raw = np.empty((h, w * 4 + 1), dtype=np.uint8)
-    raw[:, 0] = 1  # filter type Sub: uniform runs become zeros
-    raw[:, 1:5] = rows[:, :4]
-    np.subtract(rows[:, 4:], rows[:, :-4], out=raw[:, 5:])
-    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
-    return b"".join(
-        (
-            b"\x89PNG\r\n\x1a\n",
-            _chunk(b"IHDR", header),
-            _chunk(b"IDAT", zlib.compress(raw.tobytes(), 1)),
-            _chunk(b"IEND", b""),
-        )
-    )
+    return _encode(rgba)
 
 
 def png_bytes(image: Image.Image) -> bytes:
