@@ -129,3 +129,11 @@ def test_valid_calls_round_trip(calls: list[tuple[str, int, str]], prose: str) -
     ex = extract_code(prose + "\n" + wrap(body))
     assert ex.program == "".join(f"drop_block('{t}', {x})\n" for t, x, _ in calls)
     assert ex.dropped == () or all(d.reason == "outside the last fenced block" for d in ex.dropped)
+
+
+def test_multiline_call_reason() -> None:
+    ex = extract_code(wrap("drop_block(\n    'b11', 3)\ndrop_block('b13', 1)"))
+    assert ex.program == "drop_block('b13', 1)\n"
+    assert [d.reason for d in ex.dropped] == [
+        "call is not closed on the same line (each call must be on one line)"
+    ]

@@ -97,8 +97,9 @@ def _reason(call: str, prefix: str) -> str:
     if not inner.startswith("("):
         return "space between the function name and '('"
     args = inner[1:]
-    if args.endswith(")"):
-        args = args[:-1]
+    if not args.endswith(")"):
+        return "call is not closed on the same line (each call must be on one line)"
+    args = args[:-1]
     if "=" in args:
         return "keyword argument (only positional literals are matched)"
     if args[:1].isspace():
