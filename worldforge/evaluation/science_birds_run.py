@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -267,13 +268,38 @@ def _noop(_: int) -> int:
     return 0
 
 
+def _worker_init(parent: int) -> None:
+    """Workers die with their parent.
+
+    Forked workers inherit the run's lock file descriptor; if the parent is killed (``kill -9``)
+    a surviving worker would keep the run locked and ``runs resume`` would refuse it. On Linux
+    ``PR_SET_PDEATHSIG`` delivers SIGKILL to the worker when the parent dies.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - exotic libc
+            pass
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+
+
 def _start_pool(workers: int) -> Executor:
     """A process pool whose workers are all started now (``fork`` where available: no re-import
     of ``__main__``, so scripts without a main guard work)."""
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
+    )
     list(pool.map(_noop, range(workers)))
     return pool
 
