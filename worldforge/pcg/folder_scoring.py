@@ -173,9 +173,11 @@ def stage_diversity(
 ) -> StageReport:
     """Write ``<team>/diversity/<C>.json`` from each similarity file (divisor ``T(T+1)/2 - T``).
 
-    ``vector`` is ``softmax`` (2024, the seed definition) or ``embedding`` (2025: ``cls_embedding``).
+    ``vector`` is ``softmax`` (2024, the seed definition) or ``embedding`` (alias ``cls``; 2025:
+    the stored ``cls_embedding``).
     An unreadable similarity file is reported as a failure and skipped (its letter scores 0).
     """
+    vector = {"cls": "embedding", "cls_embedding": "embedding"}.get(vector, vector)
     if vector not in VECTOR_KINDS:
         raise WorldForgeError(f"vector: expected one of {list(VECTOR_KINDS)}, got {vector!r}.")
     source = Path(source)
