@@ -158,8 +158,15 @@ def evaluate(
         from rich.progress import Progress
 
         with Progress(*iter_progress_columns(), console=Console(stderr=True), transient=False) as bar:
-            task = bar.add_task("science-birds", total=total)
-            records = runner.run_all(lambda n: bar.advance(task, n))
+            task = bar.add_task("science-birds", total=total, base=0)
+            reused = [0]
+
+            def advance(n: int, was_reused: bool = False) -> None:
+                if was_reused:
+                    reused[0] += n
+                bar.update(task, advance=n, base=reused[0])
+
+            records = runner.run_all(advance)
     else:
         records = runner.run_all()
     state.add("items_total", time.perf_counter() - started)
