@@ -178,7 +178,10 @@ def test_host_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     assert resolve_host() == DEFAULT_HOST
     (tmp_path / ".worldforge").mkdir()
-    (tmp_path / ".worldforge" / "config.yaml").write_text("ollama_host: http://127.0.0.1:1111\n")
+    (tmp_path / ".worldforge" / "config.yaml").write_text(
+        "ollama:\n  host: http://127.0.0.1:1111\n  timeout_s: 30\n"
+    )
+    assert OllamaSettings.from_options("m").request_timeout_s == 30.0
     assert resolve_host() == "http://127.0.0.1:1111"
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:2222")
     assert resolve_host() == "http://127.0.0.1:2222"

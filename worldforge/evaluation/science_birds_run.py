@@ -88,6 +88,16 @@ def _int_option(options: Mapping[str, Any], key: str, default: int, low: int, hi
     return number
 
 
+def _project_config() -> Any:
+    """The parsed ``.worldforge/config.yaml``, or ``None`` when there is no such file."""
+    try:
+        from worldforge.config import load_config
+    except ImportError:  # pragma: no cover - config ships with the package
+        return None
+    config = load_config()
+    return config if getattr(config, "source", None) is not None else None
+
+
 @dataclass(frozen=True)
 class SuiteConfig:
     """The suite's options after validation (bad values fail before any model is called)."""
@@ -115,12 +125,17 @@ class SuiteConfig:
         if vector not in {"softmax", "embedding"}:
             raise WorldForgeError(f"--diversity-vector: {vector!r} must be 'softmax' or 'embedding'.")
         workers_default = max(1, min(os.cpu_count() or 1, 8))
+        classifier_default: str | None = None
+        project = _project_config()
+        if project is not None:  # .worldforge/config.yaml supplies defaults the flags override
+            workers_default = int(project.workers)
+            classifier_default = project.classifier.checkpoint
         cache = opts.get("cache_dir")
         return cls(
             programs=tuple(resolve_programs(programs)),
             letters=parse_characters(opts.get("characters")),
             trials=_int_option(opts, "trials", DEFAULT_TRIALS, 1, 1000),
-            classifier=str(opts["classifier"]) if opts.get("classifier") else None,
+            classifier=str(opts["classifier"]) if opts.get("classifier") else classifier_default,
             workers=_int_option(opts, "workers", workers_default, 1, 256),
             diversity_vector=vector,
             master_seed=_int_option(opts, "seed", DEFAULT_SEED, 0, 2**63 - 1),

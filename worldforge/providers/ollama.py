@@ -77,25 +77,20 @@ def resolve_host(explicit: str | None = None) -> str:
     return configured or DEFAULT_HOST
 
 
-def _config_host() -> str | None:
-    """``ollama_host`` (or ``ollama: {host: ...}``) from ``.worldforge/config.yaml`` when present."""
-    path = os.path.join(os.getcwd(), ".worldforge", "config.yaml")
-    if not os.path.isfile(path):
-        return None
+def _project_config() -> Any:
+    """The parsed ``.worldforge/config.yaml`` (``None`` when there is no file)."""
     try:
-        import yaml
-
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except (OSError, ValueError) as exc:
-        raise WorldForgeError(f"{path}: cannot read config ({exc}).") from None
-    if not isinstance(data, dict):
+        from worldforge.config import load_config
+    except ImportError:  # pragma: no cover - config ships with the package
         return None
-    value = data.get("ollama_host")
-    nested = data.get("ollama")
-    if value is None and isinstance(nested, dict):
-        value = nested.get("host")
-    return str(value) if value else None
+    config = load_config()
+    return config if getattr(config, "source", None) is not None else None
+
+
+def _config_host() -> str | None:
+    """``ollama.host`` from ``.worldforge/config.yaml`` when the file exists."""
+    config = _project_config()
+    return str(config.ollama.host) if config is not None and config.ollama.host else None
 
 
 @dataclass(frozen=True)
@@ -137,6 +132,10 @@ class OllamaSettings:
                     values[key] = opts[name]
                     break
         values["host"] = resolve_host(values.get("host"))
+        if "request_timeout_s" not in values:
+            config = _project_config()
+            if config is not None:
+                values["request_timeout_s"] = float(config.ollama.timeout_s)
         return cls(model=model, **values)
 
     def identity(self) -> dict[str, Any]:
