@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
-from worldforge.evidence.bundle import build_bundle, verify_bundle_dir, verify_bundle_zip, verify_target
+from worldforge.evidence.bundle import (
+    MAX_ATTACH_BYTES,
+    build_bundle,
+    verify_bundle_dir,
+    verify_bundle_zip,
+    verify_target,
+)
 from worldforge.workspace import start_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,13 +158,18 @@ def test_failed_run_story_and_exclusions(tmp_path: Path) -> None:
     run_id = make_run(
         ws,
         status="failed",
-        extra={"artifacts/blob.bin": b"\x00\x01\x02binary", "artifacts/big.txt": b"x" * 1_000_001},
+        extra={
+            "artifacts/blob.bin": b"\x00\x01\x02binary",
+            "artifacts/big.txt": b"x" * (MAX_ATTACH_BYTES + 1),
+        },
     )
     result = build_bundle(ws, [run_id], tmp_path / "b", issue=True)
     records = {f["path"]: f for f in result.manifest["files"]}
     assert records[f"runs/{run_id}/artifacts/blob.bin"]["reason"].startswith("excluded: binary")
     assert records[f"runs/{run_id}/artifacts/big.txt"]["reason"].startswith("excluded: file exceeds")
-    assert records[f"runs/{run_id}/artifacts/big.txt"]["source_sha256"] == digest_bytes(b"x" * 1_000_001)
+    assert records[f"runs/{run_id}/artifacts/big.txt"]["source_sha256"] == digest_bytes(
+        b"x" * (MAX_ATTACH_BYTES + 1)
+    )
     assert not (result.output_dir / "runs" / run_id / "artifacts" / "big.txt").exists()
     story = result.manifest["runs"][0]
     assert story["status"] == "failed"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import tempfile
 import zipfile
@@ -38,7 +39,7 @@ from worldforge.workspace.verify import VerifyReport, verify_run
 
 EVIDENCE_SCHEMA_VERSION = 1
 EVIDENCE_MANIFEST = "evidence_manifest.json"
-MAX_ATTACH_BYTES = 1_000_000
+MAX_ATTACH_BYTES = 10_000_000
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
@@ -104,7 +105,9 @@ class _Builder:
                 redaction_count=count,
                 reason=f"redacted in place ({count} redactions)" if count else "copied unchanged",
             )
-            atomic_write_bytes(self.output_dir / bundle_path, out)
+            target = self.output_dir / bundle_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(out)  # the staging directory is renamed into place as a whole
         self.files.append(record)
         return out
 
@@ -293,12 +296,16 @@ def build_bundle(
     if not refs:
         raise WorldForgeError(f"{workspace_dir}: no run workspaces found to bundle.")
     run_dirs = sorted({resolve_run_dir(workspace_dir, ref) for ref in refs}, key=lambda p: p.name)
-    out = Path(output_dir)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise WorldForgeError(f"{out}: output directory is not empty (pass --overwrite to replace it).")
+    final = Path(output_dir)
+    if final.exists() and any(final.iterdir()) and not overwrite:
+        raise WorldForgeError(f"{final}: output directory is not empty (pass --overwrite to replace it).")
+    # Build in a sibling staging directory and rename it into place at the end, so a reader never
+    # sees a half-written bundle (and per-file fsyncs are not needed).
+    final.parent.mkdir(parents=True, exist_ok=True)
+    out = final.with_name(f".{final.name}.partial-{os.getpid()}")
+    if out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir()
     builder = _Builder(out)
     manifests: list[dict[str, Any]] = []
     stories: list[dict[str, Any]] = []
@@ -336,7 +343,7 @@ def build_bundle(
         generated.append(("issue.md", _issue_md(stories[0], builder.files, builder.redactions)))
     for name, text in generated:
         data = text.encode("utf-8")
-        atomic_write_bytes(out / name, data)
+        (out / name).write_bytes(data)
         builder.files.append(
             {
                 "path": name,
@@ -373,8 +380,11 @@ def build_bundle(
         manifest_payload["issue_template"] = "issue.md"
         manifest_payload["first_triage_step"] = stories[0]["first_triage_step"]
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
-    zip_path = write_zip(out, source_date) if make_zip else None
-    return BundleResult(out, manifest_payload, zip_path)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(out, final)
+    zip_path = write_zip(final, source_date) if make_zip else None
+    return BundleResult(final, manifest_payload, zip_path)
 
 
 def _zip_date(source_date: str | None) -> tuple[int, int, int, int, int, int]:

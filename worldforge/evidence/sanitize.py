@@ -486,8 +486,13 @@ def rule_ids() -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _env_secret_values(snapshot: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    values = {value for name, value in snapshot if len(value) >= 8 and is_sensitive_key(name)}
+def _env_secret_values(snapshot: tuple[tuple[Any, Any], ...]) -> tuple[str, ...]:
+    values = set()
+    for raw_name, raw_value in snapshot:
+        name = os.fsdecode(raw_name) if isinstance(raw_name, bytes) else str(raw_name)
+        value = os.fsdecode(raw_value) if isinstance(raw_value, bytes) else str(raw_value)
+        if len(value) >= 8 and is_sensitive_key(name):
+            values.add(value)
     return tuple(sorted(values, key=len, reverse=True))
 
 
@@ -564,7 +569,9 @@ def _apply(
 def _sanitize(text: str, ledger: _Ledger | None) -> str:
     if not text:
         return text
-    secrets = _env_secret_values(tuple(os.environ.items()))
+    raw_env = getattr(os.environ, "_data", None)  # the undecoded mapping is much cheaper to snapshot
+    snapshot = tuple(raw_env.items()) if isinstance(raw_env, dict) else tuple(os.environ.items())
+    secrets = _env_secret_values(snapshot)
     present = [s for s in secrets if s in text]
     if present:
         pattern = re.compile("|".join(re.escape(s) for s in present))

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Run-workspace performance checks, written as JSON.
+
+    python scripts/bench_workspace.py [--output FILE] [--repeats N] [--files N]
+
+1. ``--run-workspace`` overhead on the planning suite: ``worldforge eval --suite planning --provider
+   mock`` in-process, alternating runs without and with a run workspace; overhead = best-of-N with
+   workspace / best-of-N without − 1 (best-of-N because the minimum is the least noisy estimate on
+   a shared machine; medians are reported too). Budget: < 10 %.
+2. Bundle and verify of a 5,000-file run: a run with 5,000 item records is bundled (sanitized copy,
+   evidence manifest, summary) — budget 5 s — and the bundle is verified offline (every digest, the
+   bundle digest, the run's chain and item records) — budget 2 s.
+
+Exit 0 when every budget holds, 1 otherwise. The numbers are a local regression signal, not a
+cross-machine claim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _eval_once(workspace: str | None) -> float:
+    from worldforge.cli.app import app
+
+    args = ["eval", "--suite", "planning", "--provider", "mock", "--format", "json"]
+    if workspace:
+        args += ["--run-workspace", workspace]
+    sink = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        try:
+            app(args, standalone_mode=False)
+        except SystemExit as exc:  # pragma: no cover - a failing eval is reported below
+            if exc.code not in (0, None):
+                raise RuntimeError(f"eval failed: {sink.getvalue()[-400:]}") from None
+    return time.perf_counter() - start
+
+
+def bench_overhead(repeats: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="wf-bench-ws-") as tmp:
+        _eval_once(None)
+        _eval_once(tmp)  # warm imports and caches for both paths
+        plain: list[float] = []
+        with_ws: list[float] = []
+        for _ in range(repeats):
+            plain.append(_eval_once(None))
+            with_ws.append(_eval_once(tmp))
+    best = min(with_ws) / min(plain) - 1.0
+    return {
+        "name": "run_workspace_overhead_planning",
+        "value": round(best * 100, 2),
+        "unit": "percent",
+        "budget": 10.0,
+        "passed": best * 100 < 10.0,
+        "detail": {
+            "repeats": repeats,
+            "plain_best_s": round(min(plain), 4),
+            "workspace_best_s": round(min(with_ws), 4),
+            "plain_median_s": round(statistics.median(plain), 4),
+            "workspace_median_s": round(statistics.median(with_ws), 4),
+            "median_overhead_percent": round(
+                (statistics.median(with_ws) / statistics.median(plain) - 1) * 100, 2
+            ),
+        },
+    }
+
+
+def bench_bundle(files: int) -> list[dict[str, Any]]:
+    from worldforge.evidence.bundle import build_bundle, verify_bundle_dir
+    from worldforge.workspace import start_run, verify_run
+
+    with tempfile.TemporaryDirectory(prefix="wf-bench-bundle-") as tmp:
+        ws = Path(tmp) / "ws"
+        zero = "sha256:" + "0" * 64
+        with start_run(ws, "benchmark", ["bench_workspace"], {"files": files}) as run:
+            for i in range(files):
+                run.record_item(f"level-{i:05d}", zero, {"index": i, "stages": {"convert": {"digest": zero}}})
+            run.complete({"files": files})
+        os.sync()  # let the creation's writeback finish so it does not bleed into the timed bundling
+        start = time.perf_counter()
+        result = build_bundle(ws, [run.run_id], Path(tmp) / "bundle")
+        bundle_s = time.perf_counter() - start
+        start = time.perf_counter()
+        report = verify_bundle_dir(result.output_dir)
+        verify_s = time.perf_counter() - start
+        start = time.perf_counter()
+        run_report = verify_run(run.dir)
+        run_verify_s = time.perf_counter() - start
+        if not (report.ok and run_report.ok):
+            raise RuntimeError("bundle or run failed verification during the benchmark")
+        file_count = result.manifest["included_count"] + result.manifest["excluded_count"]
+    return [
+        {
+            "name": "bundle_5000_file_run",
+            "value": round(bundle_s, 3),
+            "unit": "seconds",
+            "budget": 5.0,
+            "passed": bundle_s < 5.0,
+            "detail": {"files": file_count},
+        },
+        {
+            "name": "verify_5000_file_bundle",
+            "value": round(verify_s, 3),
+            "unit": "seconds",
+            "budget": 2.0,
+            "passed": verify_s < 2.0,
+            "detail": {"run_verify_s": round(run_verify_s, 3)},
+        },
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run-workspace performance checks (JSON).")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON to FILE")
+    parser.add_argument("--repeats", type=int, default=7, help="alternating eval runs per mode")
+    parser.add_argument("--files", type=int, default=5000, help="item files in the bundled run")
+    args = parser.parse_args(argv)
+
+    from worldforge import __version__
+    from worldforge.core.canonical import pretty_json
+
+    checks = [bench_overhead(args.repeats), *bench_bundle(args.files)]
+    payload = {
+        "schema_version": 1,
+        "worldforge_version": __version__,
+        "machine": {
+            "python": platform.python_version(),
+            "platform": f"{platform.system()}-{platform.machine()}",
+            "cpu_count": os.cpu_count(),
+        },
+        "passed": all(c["passed"] for c in checks),
+        "checks": checks,
+        "claim_boundary": "Local regression signal on this machine; not a cross-machine performance claim.",
+    }
+    text = pretty_json(payload)
+    sys.stdout.write(text)
+    if args.output is not None:
+        from worldforge.core.io import atomic_write_text
+
+        atomic_write_text(args.output, text)
+    return 0 if payload["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
