@@ -290,3 +290,35 @@ def test_real_classifier_code_path_with_a_local_checkpoint(tmp_path: Path) -> No
     assert measurement["classifier.id"] == "local:tiny-vit"
     assert measurement["classifier.weights_digest"] == digest_file(folder / "model.safetensors")
     assert measurement["diversity_vector"] == "embedding"
+
+
+def test_runs_diff_names_the_changed_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same replies, another classifier: only the classify stage changes, as a model change."""
+    from worldforge.workspace import diff_runs
+
+    options = {**OPTIONS, "characters": "AB", "trials": 2, "programs": ["zero-shot"]}
+    runs = []
+    fake = PixelClassifier()
+    for salt in ("v1", "v2"):
+
+        def identity(self: Classifier, salt: str = salt) -> dict[str, Any]:
+            return {"id": "pixel-test", "weights_digest": digest_text(f"pixel-test/{salt}")}
+
+        def classify(
+            self: Classifier, pngs: Sequence[bytes], embedding: bool = True, salt: str = salt
+        ) -> list[tuple[list[float], list[float]]]:
+            rows = fake.classify(pngs, embedding)
+            if salt == "v1":
+                return rows
+            return [([round(v * 0.5 + 0.5 / 26, 7) for v in sm], em) for sm, em in rows]
+
+        monkeypatch.setattr(Classifier, "identity", identity)
+        monkeypatch.setattr(Classifier, "classify", classify)
+        _, run = _run(tmp_path / "ws", options, ["mock"])
+        runs.append(run)
+    diff = diff_runs(runs[0].dir, runs[1].dir)
+    assert diff["identical_results"] is False
+    stage_changes = [c for c in diff["changes"] if c["section"] == "stages"]
+    assert stage_changes and {c["path"].rsplit("/", 1)[1] for c in stage_changes} == {"classify"}
+    assert {c["reason"] for c in stage_changes} == {"model-changed"}
+    assert len(stage_changes) == 4  # every item, and nothing upstream of the classifier

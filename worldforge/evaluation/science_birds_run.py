@@ -360,6 +360,28 @@ class ItemRunner:
         self.programs = {p.name: p for p in config.programs}
         self.versions = stage_versions()
 
+    @property
+    def cohort_digest(self) -> str:
+        """The cohort an item is scored in (weights depend on every program and model of the run)."""
+        return digest_payload(
+            {
+                "programs": [p.digest for p in self.config.programs],
+                "models": self.models,
+                "letters": "".join(self.config.letters),
+                "trials": self.config.trials,
+            }
+        )
+
+    def _generate_stage_meta(self, key: ItemKey, gen: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``runs diff`` needs to explain a changed reply: prompt/options input and the model."""
+        identity = self.model_identities.get(key.model)
+        model_digest = identity.get("model_digest") if isinstance(identity, Mapping) else None
+        return {
+            "version": "chat-trial/v1",
+            "input_digest": gen.get("generate_input"),
+            "model_digest": model_digest or digest_payload(identity),
+        }
+
     def context(self) -> dict[str, Any]:
         return {"classifier": self.classifier.identity(), "stages": self.versions}
 
@@ -544,6 +566,7 @@ class ItemRunner:
             "failed_stage": None,
             "error": None,
             "stages": stages,
+            "cohort_digest": self.cohort_digest,
             "sta": 0.0,
             "sim": 0.0,
         }
@@ -554,10 +577,10 @@ class ItemRunner:
                 record["reply_digest"] = gen.get("reply_digest")
             stages["generate"] = {
                 "digest": digest_payload({"error": gen.get("error")}),
-                "version": "chat-trial/v1",
+                **self._generate_stage_meta(key, gen),
             }
             return record
-        stages["generate"] = {"digest": digest_text(reply), "version": "chat-trial/v1"}
+        stages["generate"] = {"digest": digest_text(reply), **self._generate_stage_meta(key, gen)}
         assert level is not None
         stages.update(level["stages"])
         record["program_text"] = level.get("program")
@@ -576,9 +599,12 @@ class ItemRunner:
         record["softmax"] = softmax
         if self.config.diversity_vector == "embedding":
             record["embedding"] = embedding
+        identity = self.classifier.identity()
         stages["classify"] = {
             "digest": digest_payload({"softmax": softmax, "embedding": embedding}),
-            "version": digest_payload(self.classifier.identity()),
+            "version": f"classify/v1:{self.config.diversity_vector}",
+            "input_digest": digest_bytes(png),
+            "weights_digest": identity.get("weights_digest") or digest_payload(identity),
         }
         record["sta"] = float(level["stability"]["stability"])
         record["sim"] = float(softmax[LETTERS.index(key.letter)])

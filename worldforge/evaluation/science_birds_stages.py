@@ -215,7 +215,11 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         if cache:
             cache.put_json("extract", key, extraction)
     program = extraction["program"]
-    stages["extract"] = {"digest": digest_payload(extraction), "version": versions["extract"]}
+    stages["extract"] = {
+        "digest": digest_payload(extraction),
+        "version": versions["extract"],
+        "input_digest": reply_digest,
+    }
     out["extraction"] = {k: v for k, v in extraction.items() if k != "program"}
     out["program"] = program
     if program is None:
@@ -243,7 +247,11 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         if cache:
             cache.put_json("convert", key, converted)
     xml = converted["xml"]
-    stages["convert"] = {"digest": digest_payload(converted), "version": versions["convert"]}
+    stages["convert"] = {
+        "digest": digest_payload(converted),
+        "version": versions["convert"],
+        "input_digest": program_digest,
+    }
     if xml is None:
         out.update(failed_stage="convert", error=converted["error"])
         return out
@@ -261,12 +269,20 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
             cache.put_json("simulate", sim_key, sim)
             if png is not None:
                 cache.put_blob("render", png_key, png)
-    stages["simulate"] = {"digest": digest_payload(sim), "version": versions["simulate"]}
+    stages["simulate"] = {
+        "digest": digest_payload(sim),
+        "version": versions["simulate"],
+        "input_digest": xml_digest,
+    }
     out["stability"] = {k: sim[k] for k in ("total_blocks", "moving_blocks", "destroyed_blocks", "stability")}
     if sim.get("error") or png is None:
         out.update(failed_stage="simulate", error=sim.get("error") or "no image")
         return out
-    stages["render"] = {"digest": digest_bytes(png), "version": versions["render"]}
+    stages["render"] = {
+        "digest": digest_bytes(png),
+        "version": versions["render"],
+        "input_digest": xml_digest,
+    }
     out["png_b64"] = base64.b64encode(png).decode("ascii")
     out["thumbnail"] = thumbnail_data_uri(png)
     return out
