@@ -267,7 +267,7 @@ class Run:
             self._write_manifest()
 
     # ------------------------------------------------------------------ events
-    def emit(self, event_type: str, payload: dict[str, Any] | None = None) -> None:
+    def emit(self, event_type: str, payload: dict[str, Any] | None = None, *, wait_sync: bool = True) -> None:
         """Append an event of any non-reserved type to ``events.jsonl``."""
         if not isinstance(event_type, str) or not event_type.strip():
             raise WorldForgeError("event type: must be a non-empty string.")
@@ -275,12 +275,16 @@ class Run:
             raise WorldForgeError(f"event type {event_type!r} is written by the run itself.")
         body = to_json_native(payload or {})
         ensure_json_native(body, f"event {event_type}")
-        self.log.append(event_type, body)
+        self.log.append(event_type, body, wait_sync=wait_sync)
 
     def event_sink(self, event: Any) -> None:
-        """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])``."""
+        """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])``.
+
+        The line is written and flushed before the call returns (it survives ``kill -9``); its fsync
+        is group-committed with the next lifecycle event, so provider latency excludes disk flushes.
+        """
         payload = event.to_dict() if hasattr(event, "to_dict") else dict(event)
-        self.emit("provider.event", payload)
+        self.emit("provider.event", payload, wait_sync=False)
 
     # ------------------------------------------------------------------ items
     def completed_items(self) -> dict[str, Any]:
