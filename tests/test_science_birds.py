@@ -322,3 +322,18 @@ def test_runs_diff_names_the_changed_stage(tmp_path: Path, monkeypatch: pytest.M
     assert stage_changes and {c["path"].rsplit("/", 1)[1] for c in stage_changes} == {"classify"}
     assert {c["reason"] for c in stage_changes} == {"model-changed"}
     assert len(stage_changes) == 4  # every item, and nothing upstream of the classifier
+
+
+def test_pool_and_prefetch_do_not_change_results(pixel_classifier: None) -> None:
+    """workers=2 (process pool, mock programs prefetched in the pool, small chunks) == workers=1."""
+    options = {**OPTIONS, "characters": "AZ", "trials": 2}
+    serial = evaluate(["mock", "mock:b"], forge=WorldForge(), options=options)
+    state = RunState()
+    pooled = evaluate(
+        ["mock", "mock:b"],
+        forge=WorldForge(),
+        options={**options, "workers": 2, "chunk_size": 3},
+        state=state,
+    )
+    assert pooled.provenance.result_digest == serial.provenance.result_digest
+    assert "generate_prefetch_wait" in state.timings

@@ -223,8 +223,9 @@ class Classifier:
             return []
         model = self._load()
         try:
-            result = model.classify(list(pngs), embedding=embedding)
-        except TypeError:  # a classifier without the embedding switch
+            # PNG decoding releases the GIL: let the classifier decode with two threads.
+            result = model.classify(list(pngs), embedding=embedding, workers=2)
+        except TypeError:  # a classifier without these switches
             result = model.classify(list(pngs))
         softmax = _rows(getattr(result, "softmax", None))
         embeds = _rows(getattr(result, "embeddings", None)) if embedding else []
@@ -277,6 +278,12 @@ def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
     if cache is None:
         cache = _WORKER_CACHES[key] = StageCache(Path(cache_root) if cache_root else None)
     return run_level_stages(job, cache)
+
+
+def _mock_program(letter: str, seed: int, variant: str) -> tuple[str, int, str, list[str]]:
+    from worldforge.providers.mock_letters import letter_program_lines
+
+    return letter, seed, variant, letter_program_lines(letter, seed, variant)
 
 
 def _noop(_: int) -> int:
@@ -358,6 +365,7 @@ class ItemRunner:
         self.cache = cache
         self.state = state
         self.programs = {p.name: p for p in config.programs}
+        self.mock_variants = _mock_variants(forge, self.models)
         self.versions = stage_versions()
 
     @property
@@ -423,8 +431,16 @@ class ItemRunner:
         step = self.config.chunk_size
         previous: _ChunkWork | None = None
         chunks = [pending[start : start + step] for start in range(0, len(pending), step)]
-        for chunk in [*chunks, None]:
-            current = self._submit_chunk(chunk, executor) if chunk is not None else None
+        prefetch: dict[int, list[Future[Any]]] = {}
+        for index in range(min(2, len(chunks))):
+            prefetch[index] = self._prefetch(chunks[index], executor)
+        for index, chunk in enumerate([*chunks, None]):
+            current = None
+            if chunk is not None:
+                self._await_prefetch(prefetch.pop(index, []))
+                current = self._submit_chunk(chunk, executor)
+                if index + 2 < len(chunks):
+                    prefetch[index + 2] = self._prefetch(chunks[index + 2], executor)
             if previous is not None:
                 for record in self._finish_chunk(previous):
                     records[record["item_id"]] = record
@@ -434,6 +450,34 @@ class ItemRunner:
         return {k.item_id: records[k.item_id] for k in keys}
 
     # -- one chunk --------------------------------------------------------------------------------
+    def _prefetch(
+        self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None
+    ) -> list[Future[Any]]:
+        """Compute the mock's letter programs for a chunk in the pool (a pure function of the letter,
+        seed and variant), so generation in this process is a cache hit. Other providers: nothing."""
+        if executor is None:
+            return []
+        futures: list[Future[Any]] = []
+        seen: set[tuple[str, int, str]] = set()
+        for key, seed, _ in chunk:
+            variant = self.mock_variants.get(key.model)
+            if variant is None or (key.letter, seed, variant) in seen:
+                continue
+            seen.add((key.letter, seed, variant))
+            futures.append(executor.submit(_mock_program, key.letter, seed, variant))
+        return futures
+
+    def _await_prefetch(self, futures: list[Future[Any]]) -> None:
+        if not futures:
+            return
+        from worldforge.providers.mock_letters import prime
+
+        t0 = time.perf_counter()
+        for future in futures:
+            letter, seed, variant, lines = future.result()
+            prime(letter, seed, variant, lines)
+        self.state.add("generate_prefetch_wait", time.perf_counter() - t0)
+
     def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
         """Generate the replies (this process) and start the level stages (the pool)."""
         t0 = time.perf_counter()
@@ -610,6 +654,18 @@ class ItemRunner:
         record["sim"] = float(softmax[LETTERS.index(key.letter)])
         record.update(status="ok", failed_stage=None, error=None)
         return record
+
+
+def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:
+    """``{model: variant}`` for the models served by the built-in mock (its replies can be prefetched)."""
+    from worldforge.providers.mock import MockProvider
+
+    out: dict[str, str] = {}
+    for name in models:
+        provider = forge.provider(name)
+        if type(provider) is MockProvider:
+            out[name] = str(getattr(provider, "variant", "") or "")
+    return out
 
 
 def _unwrap_record(prior: Any) -> dict[str, Any] | None:
