@@ -3,10 +3,12 @@
 Each line is the canonical JSON of ``{seq, time, type, payload, prev}`` where ``prev`` is the
 ``sha256:`` digest of the previous line's bytes (``null`` on the first line). A reviewer can detect
 an edited, dropped or reordered line offline, and a line cut short by ``kill -9`` is recognisable
-because every complete line ends with ``\\n``. Every line is flushed to the OS as it is written (so
-it survives ``kill -9``) and fsynced: lifecycle lines (run start/finish, items, artifacts) before
-``append`` returns, high-frequency provider events together with the next lifecycle line or at close
-(group commit), so the log is the durable record of what finished before a crash.
+because every complete line ends with ``\\n``. Every line is flushed to the OS as it is written, so it
+survives ``kill -9``. Lifecycle lines (``run.started``/``resumed``/``finished``/``failed``) are fsynced
+before ``append`` returns, which makes every earlier line durable too; other lines (provider events,
+item completions, artifacts) are group-committed: fsynced with the next lifecycle line, at close, or
+at most :data:`MAX_SYNC_LAG_S` after the previous fsync. Losing an unsynced item line to a power cut
+only means ``resume`` recomputes that item, because item records are checked against their digest.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +26,7 @@ from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes
 
 TERMINAL_EVENTS = ("run.finished", "run.failed")
+MAX_SYNC_LAG_S = 1.0  # an appended line is fsynced at the latest this long after the previous fsync
 
 
 def event_time() -> str:
@@ -131,6 +135,7 @@ class EventLog:
         # durable; high-frequency provider events skip their own fsync and ride on the next one (or
         # on ``close``), so a provider call never waits for the disk.
         self._unsynced = 0
+        self._last_sync = time.monotonic()
 
     @property
     def count(self) -> int:
@@ -153,9 +158,11 @@ class EventLog:
             line = canonical_json(record)
             self._handle.write(line + b"\n")
             self._handle.flush()
-            if wait_sync:
+            now = time.monotonic()
+            if wait_sync or now - self._last_sync >= MAX_SYNC_LAG_S:
                 os.fsync(self._handle.fileno())
                 self._unsynced = 0
+                self._last_sync = now
             else:
                 self._unsynced += 1
             self._seq += 1

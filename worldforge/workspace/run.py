@@ -267,7 +267,9 @@ class Run:
             self._write_manifest()
 
     # ------------------------------------------------------------------ events
-    def emit(self, event_type: str, payload: dict[str, Any] | None = None, *, wait_sync: bool = True) -> None:
+    def emit(
+        self, event_type: str, payload: dict[str, Any] | None = None, *, wait_sync: bool = False
+    ) -> None:
         """Append an event of any non-reserved type to ``events.jsonl``."""
         if not isinstance(event_type, str) or not event_type.strip():
             raise WorldForgeError("event type: must be a non-empty string.")
@@ -330,7 +332,8 @@ class Run:
             }
             self.log.append(
                 "item.completed",
-                {
+                wait_sync=False,
+                payload={
                     "item_id": item_id,
                     "input_digest": input_digest,
                     "record_digest": record_digest,
@@ -351,7 +354,7 @@ class Run:
             target = atomic_write_bytes(self.dir / rel, blob)
             entry = {"path": rel, "sha256": digest_bytes(blob), "size": len(blob), "media_type": kind}
             self._artifacts[rel] = entry
-            self.log.append("artifact.written", dict(entry))
+            self.log.append("artifact.written", dict(entry), wait_sync=False)
         return target
 
     # ------------------------------------------------------------------ terminal states
