@@ -218,6 +218,12 @@ def load_classifier(
     return LetterClassifier(model, processor, ident=ident, weights_digest=digest, device=device)
 
 
+def _has_conv(model: Any) -> bool:
+    import torch
+
+    return any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+
+
 def _hub_weights_digest(repo: str) -> str:
     from huggingface_hub import try_to_load_from_cache
 
@@ -243,6 +249,12 @@ class LetterClassifier:
         self.model.to(self.device)
         self.model.eval()
         self.cls_token = getattr(model.config, "model_type", "") in _CLS_TOKEN_TYPES
+        # Convolutional models run ~2x faster on CPU in channels-last layout (oneDNN kernels).
+        self.channels_last = not self.cls_token and _has_conv(model)
+        if self.channels_last:
+            import torch
+
+            self.model.to(memory_format=torch.channels_last)
         self._fast_size = self._box_resize_size()
 
     @property
@@ -309,6 +321,8 @@ class LetterClassifier:
                 prepared = list(pool.map(self._prepare, chunk)) if pool else [self._prepare(i) for i in chunk]
                 inputs = self.processor(images=prepared, return_tensors="pt")
                 pixel_values = inputs["pixel_values"].to(self.device)
+                if self.channels_last:
+                    pixel_values = pixel_values.contiguous(memory_format=torch.channels_last)
                 out.extend(self._forward(pixel_values, embedding, torch))
         finally:
             if pool is not None:
