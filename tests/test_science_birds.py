@@ -337,3 +337,19 @@ def test_pool_and_prefetch_do_not_change_results(pixel_classifier: None) -> None
     )
     assert pooled.provenance.result_digest == serial.provenance.result_digest
     assert "generate_prefetch_wait" in state.timings
+
+
+def test_bundled_classifier_recognises_the_mock_letters() -> None:
+    """With the default (bundled) classifier the mock's levels read as their letters."""
+    from worldforge.pcg.classifier import BUNDLED_DIR
+
+    if not (BUNDLED_DIR / "config.json").is_file():
+        pytest.skip("bundled letter classifier not built (scripts/train_letter_classifier.py)")
+    options = {**OPTIONS, "characters": "AHOTX", "programs": ["zero-shot-multi-turn"], "workers": 2}
+    report = evaluate(["mock"], forge=WorldForge(), options=options)
+    (result,) = report.results
+    assert result.metrics["ok_trials"] == 15
+    assert result.metrics["mean_similarity"] > 0.7
+    assert report.sections["measurement"]["classifier.id"] == "worldforge/letter-classifier"
+    rows = report.sections["per_letter"]["rows"]
+    assert all(row["sim[mock]"] > 0.4 for row in rows), rows
