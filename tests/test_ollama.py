@@ -213,3 +213,23 @@ def test_trial_seeds_are_derived_and_stable() -> None:
     assert a == trial_seed(42, "zero-shot", "A", 1)
     assert len({a, trial_seed(42, "zero-shot", "A", 2), trial_seed(43, "zero-shot", "A", 1)}) == 3
     assert 0 <= a < 2**31
+
+
+def test_stub_speaks_the_official_client_protocol(stub: OllamaStub) -> None:
+    """The loopback server itself: generate/chat, streamed and not, tags, show, errors."""
+    import ollama
+
+    client = ollama.Client(host=stub.host)
+    stub.reply = lambda req: "0123456789abcdefghij"
+    assert client.generate(model="qwen2.5", prompt="p").response == "0123456789abcdefghij"
+    pieces = [chunk.response for chunk in client.generate(model="qwen2.5", prompt="p", stream=True)]
+    assert len(pieces) > 2 and "".join(pieces) == "0123456789abcdefghij"
+    streamed = list(client.chat(model="gemma2", messages=[{"role": "user", "content": "x"}], stream=True))
+    assert "".join(c.message.content or "" for c in streamed) == "0123456789abcdefghij"
+    assert streamed[-1].done and streamed[-1].eval_count == 20
+    assert [m.model for m in client.list().models] == ["qwen2.5:latest", "gemma2:latest"]
+    assert client.show("qwen2.5").modelinfo == {"general.architecture": "stub"}
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="nope", messages=[{"role": "user", "content": "x"}])
+    assert info.value.status_code == 404 and info.value.error == "model 'nope' not found"
+    assert stub.requests[0]["stream"] is False and stub.requests[1]["stream"] is True
