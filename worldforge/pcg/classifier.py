@@ -314,11 +314,18 @@ class LetterClassifier:
         if batch_size < 1:
             raise WorldForgeError(f"batch_size: must be >= 1, got {batch_size}.")
         out: list[Prediction] = []
+        chunks = [images[i : i + batch_size] for i in range(0, len(images), batch_size)]
         pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
         try:
-            for start in range(0, len(images), batch_size):
-                chunk = images[start : start + batch_size]
-                prepared = list(pool.map(self._prepare, chunk)) if pool else [self._prepare(i) for i in chunk]
+            # With a pool, the next batch is decoded and reduced while the model runs this one.
+            pending = [pool.submit(self._prepare, i) for i in chunks[0]] if pool and chunks else []
+            for k, chunk in enumerate(chunks):
+                if pool is not None:
+                    prepared = [f.result() for f in pending]
+                    nxt = chunks[k + 1] if k + 1 < len(chunks) else []
+                    pending = [pool.submit(self._prepare, i) for i in nxt]
+                else:
+                    prepared = [self._prepare(i) for i in chunk]
                 inputs = self.processor(images=prepared, return_tensors="pt")
                 pixel_values = inputs["pixel_values"].to(self.device)
                 if self.channels_last:
@@ -326,7 +333,7 @@ class LetterClassifier:
                 out.extend(self._forward(pixel_values, embedding, torch))
         finally:
             if pool is not None:
-                pool.shutdown()
+                pool.shutdown(cancel_futures=True)
         return Classification(out)
 
     def _forward(self, pixel_values: Any, embedding: bool, torch: Any) -> list[Prediction]:
