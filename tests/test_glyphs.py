@@ -207,3 +207,21 @@ def test_bad_inputs_raise_worldforge_error() -> None:
         simulate_drops("drop_block('b31', 0)\n")
     with pytest.raises(WorldForgeError, match="Height boundary"):
         simulate_drops("drop_block('b13', 0)\n" * 6)
+
+
+def test_count_holes_counts_enclosed_counters_only() -> None:
+    o = _cells(grid_from_text("###\n#.#\n###"))
+    assert glyphs.count_holes(o) == 1
+    b = _cells(grid_from_text("###.\n#.#.\n###.\n#.#.\n###."))
+    assert glyphs.count_holes(b) == 2
+    legs = _cells(grid_from_text("###\n#.#\n#.#"))  # open towards the ground: not a counter
+    assert glyphs.count_holes(legs) == 0
+
+
+def test_letters_with_counters_keep_them() -> None:
+    for letter, holes in glyphs.LETTER_HOLES.items():
+        kept = sum(
+            glyphs.count_holes({c for b in glyphs.letter_blocks(letter, seed) for c in b.cells()}) >= holes
+            for seed in range(6)
+        )
+        assert kept >= 5, letter

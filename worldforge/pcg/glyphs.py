@@ -511,14 +511,53 @@ def _target_for(letter: str, choice: dict[str, Any]) -> Grid:
     return tuple(tuple(([0] * offset + list(row[left:]) + [0] * left)[:GRID_WIDTH]) for row in grid)
 
 
+#: Enclosed counters of the upright capitals (A, B, D, O, P, Q, R); every other letter has none.
+LETTER_HOLES = {"A": 1, "B": 2, "D": 1, "O": 1, "P": 1, "Q": 1, "R": 1}
+_HOLE_PENALTY = 0.6
+
+
+def count_holes(cells: set[tuple[int, int]]) -> int:
+    """Empty regions of the grid not connected (4-neighbourhood) to its border: a letter's counters.
+
+    The border counts as outside on every side, ground included: similarity images show blocks
+    only, so a gap between two legs standing on the ground is open, not a counter.
+    """
+    empty = {(c, r) for c in range(GRID_WIDTH) for r in range(GRID_HEIGHT)} - cells
+    seen: set[tuple[int, int]] = set()
+    holes = 0
+    for start in sorted(empty):
+        if start in seen:
+            continue
+        stack, region, outside = [start], [], False
+        seen.add(start)
+        while stack:
+            c, r = stack.pop()
+            region.append((c, r))
+            if c in (0, GRID_WIDTH - 1) or r in (0, GRID_HEIGHT - 1):
+                outside = True
+            for n in ((c + 1, r), (c - 1, r), (c, r + 1), (c, r - 1)):
+                if n in empty and n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+        holes += not outside
+    return holes
+
+
+def _grid_cells(grid: Grid) -> set[tuple[int, int]]:
+    return {(c, r) for r, row in enumerate(grid) for c, v in enumerate(row) if v}
+
+
 @lru_cache(maxsize=4096)
 def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], Grid, tuple[Block, ...]]:
-    """Draw :data:`CANDIDATES` glyph variants and keep the one with the fewest added cells.
+    """Draw :data:`CANDIDATES` glyph variants and keep the most letter-like buildable one.
 
-    Supports (pillars, balance cells, bridge overhangs) are what make a level look less like its
-    letter, so among equally plausible renderings the most buildable one is chosen. The choice is a
+    Supports (pillars, balance cells, bridge overhangs) make a level look less like its letter, and
+    so do counters that a heavy stroke fills (an O that becomes a block) or merges. Each candidate
+    costs its added-cell ratio plus a penalty per counter the raster gains or loses and per counter
+    the built structure loses; the cheapest wins. The choice is a
     pure function of ``(letter, seed, variant)``.
     """
+    expected = LETTER_HOLES.get(letter, 0)
     best: tuple[float, dict[str, Any], Grid, tuple[Block, ...]] | None = None
     for index in range(CANDIDATES):
         choice = _candidate(letter, seed, variant, index)
@@ -529,11 +568,14 @@ def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], 
             b31_preference=choice["b31_preference"],
             b13_probability=choice["b13_probability"],
         )
-        glyph = sum(map(sum, target))
-        added = sum(len(b.cells()) for b in blocks) - glyph
-        ratio = added / glyph
-        if best is None or ratio < best[0]:
-            best = (ratio, choice, target, tuple(blocks))
+        glyph = _grid_cells(target)
+        built = {cell for b in blocks for cell in b.cells()}
+        cost = (len(built) - len(glyph)) / len(glyph)
+        # Counters the raster gains or loses, and counters the built level loses (supports that
+        # close an opening are not penalised: the alternative is a filled blob, which reads worse).
+        cost += _HOLE_PENALTY * (abs(count_holes(glyph) - expected) + max(0, expected - count_holes(built)))
+        if best is None or cost < best[0]:
+            best = (cost, choice, target, tuple(blocks))
     assert best is not None
     return best[1], best[2], best[3]
 
@@ -580,9 +622,11 @@ __all__ = [
     "GRID_WIDTH",
     "Grid",
     "LETTERS",
+    "LETTER_HOLES",
     "PILLOW_FONT",
     "available_fonts",
     "blocks_to_program",
+    "count_holes",
     "grid_from_text",
     "grid_to_program",
     "grid_to_text",
