@@ -269,3 +269,35 @@ def test_stage_score_multi_model_layout(tmp_path: Path) -> None:
     assert report["ranking"]["winners"] == ["t1"] and report["ranking"]["winner_beats_zero_shot"] is True
     assert (tmp_path / "qwen" / "result" / "constants.json").is_file()
     assert (tmp_path / "result" / "report.json").is_file()
+
+
+@given(
+    st.text(min_size=0, max_size=12), st.integers(0, 10**6), st.sampled_from([".png", ".xml", ".json", ""])
+)
+def test_trial_index_reads_the_number_after_the_last_underscore(prefix: str, n: int, ext: str) -> None:
+    assert trial_index(f"{prefix}_{n}{ext}") == n
+
+
+@given(
+    st.lists(
+        st.text(min_size=1, max_size=10).filter(lambda s: s.strip() == s), min_size=1, max_size=4, unique=True
+    )
+)
+def test_csv_quoting_round_trips_program_names(names: list[str]) -> None:
+    import csv
+    import io
+
+    programs = [
+        ProgramData(
+            n,
+            stability={"A": [(f"x_{1}.xml", 1)]},
+            similarity={"A": [("x_1.png", 0.5)]},
+            diversity={"A": 0.5},
+        )
+        for n in names
+    ]
+    files = official_files(score_competition(programs, trials=1, exact=True, characters="A"))
+    rows = list(csv.reader(io.StringIO(files["prompt_scores_ranks.csv"], newline="")))
+    assert rows[0] == ["team", "normalizedPromptScore", "promptScore", "rank"]
+    assert sorted(r[0] for r in rows[1:]) == sorted(names)
+    assert [r[3] for r in rows[1:]] == [str(i) for i in range(1, len(names) + 1)]
