@@ -3,8 +3,9 @@
 Layout (pipeline spec section 0): ``DIR/<team>/images/<C>/<team>_<C>_<n>.png`` ->
 ``DIR/<team>/similarity/<C>.json`` -> ``DIR/<team>/diversity/<C>.json`` -> ``DIR/result/*``. A team
 folder is a direct subfolder of ``DIR`` whose name does not start with ``.`` and is not ``logs`` or
-``result``; teams and files are processed in sorted order (the official scripts use directory-listing
-order, which only matters when two files share a trial index). Every JSON file keeps the official
+``result``; teams and files come from the shared listing in :mod:`worldforge.pcg.folder` (natural
+name order; the official scripts use directory-listing order, which only matters when two files
+share a trial index). Every JSON file keeps the official
 key order and ``indent=2`` layout so the official scripts can read our files and vice versa.
 
 Where the official scripts abort or silently skip, these stages continue, count the input as 0 and
