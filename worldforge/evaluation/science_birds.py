@@ -210,6 +210,13 @@ def evaluate(
     from worldforge.core.timeutil import utc_now_iso
 
     failed = sum(1 for r in records.values() if r.get("status") != "ok")
+    ident = classifier.identity()
+    versions = stage_versions()
+    claim_boundary = (
+        f"{CLAIM_BOUNDARY} This report: classifier {ident.get('id')} "
+        f"(weights {ident.get('weights_digest')}), physics {versions['simulate']}, "
+        f"renderer {versions['render']}."
+    )
 
     provenance = ProvenanceEnvelope(
         kind="evaluation",
@@ -219,7 +226,7 @@ def evaluate(
         created_at=utc_now_iso(),
         input_digest=input_digest,
         result_digest=result_digest,
-        claim_boundary=CLAIM_BOUNDARY,
+        claim_boundary=claim_boundary,
         metric_semantics=METRIC_SEMANTICS,
         command=list(command)
         if command is not None
@@ -237,7 +244,7 @@ def evaluate(
         SUITE_ID,
         SUITE_NAME,
         results,
-        claim_boundary=CLAIM_BOUNDARY,
+        claim_boundary=claim_boundary,
         metric_semantics=METRIC_SEMANTICS,
         provenance=provenance,
         sections=sections,
