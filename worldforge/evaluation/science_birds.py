@@ -29,6 +29,7 @@ from worldforge.evaluation.science_birds_run import (
     SuiteConfig,
     enumerate_items,
     iter_progress_columns,
+    start_pool,
 )
 from worldforge.evaluation.science_birds_stages import StageCache, stage_versions
 from worldforge.evaluation.suite import EvaluationSuite
@@ -90,13 +91,6 @@ def evaluate(
     command: Sequence[str] | None = None,
 ) -> Any:
     """Run the suite and return an :class:`EvaluationReport` (see the module docstring)."""
-    from worldforge import __version__
-    from worldforge.evaluation.provenance import ProvenanceEnvelope
-    from worldforge.evaluation.report import EvaluationReport
-    from worldforge.evaluation.science_birds_report import build_sections, official_artifacts, result_rows
-    from worldforge.evaluation.science_birds_scores import score_cohort
-    from worldforge.evaluation.types import EvaluationResult
-
     config = SuiteConfig.from_options(options)
     if config.trials < 2:
         raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")
@@ -119,6 +113,48 @@ def evaluate(
             configure(config.options)
         manifests[name] = forge.runtime_manifest(name)
     identities = {k: _model_identity(v, k) for k, v in manifests.items()}
+    # Fork the level-stage workers before the classifier (torch) loads in this process: the
+    # workers never need it, and forking a process with torch's thread pools is best avoided.
+    executor = start_pool(config.workers) if config.workers > 1 else None
+    try:
+        return _evaluate_with(
+            models,
+            forge,
+            config,
+            run,
+            dataset_manifests,
+            classifier,
+            state,
+            command,
+            manifests,
+            identities,
+            executor,
+        )
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+
+
+def _evaluate_with(
+    models: list[str],
+    forge: Any,
+    config: SuiteConfig,
+    run: Any,
+    dataset_manifests: Iterable[Any] | None,
+    classifier: Classifier | None,
+    state: RunState,
+    command: Sequence[str] | None,
+    manifests: dict[str, Any],
+    identities: dict[str, Any],
+    executor: Any,
+) -> Any:
+    from worldforge import __version__
+    from worldforge.evaluation.provenance import ProvenanceEnvelope
+    from worldforge.evaluation.report import EvaluationReport
+    from worldforge.evaluation.science_birds_report import build_sections, official_artifacts, result_rows
+    from worldforge.evaluation.science_birds_scores import score_cohort
+    from worldforge.evaluation.types import EvaluationResult
+
     classifier = classifier or Classifier(config.classifier)
     cache = StageCache(_cache_root(config, run))
     from worldforge.evaluation.suite import _dataset_refs
@@ -166,9 +202,9 @@ def evaluate(
                     reused[0] += n
                 bar.update(task, advance=n, base=reused[0])
 
-            records = runner.run_all(advance)
+            records = runner.run_all(advance, executor=executor)
     else:
-        records = runner.run_all()
+        records = runner.run_all(executor=executor)
     state.add("items_total", time.perf_counter() - started)
     state.cache_hits.update(cache.hits)
     state.cache_misses.update(cache.misses)

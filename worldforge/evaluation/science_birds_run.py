@@ -114,7 +114,7 @@ def _worker_init(parent: int) -> None:
         os._exit(1)
 
 
-def _start_pool(workers: int) -> Executor:
+def start_pool(workers: int) -> Executor:
     """A process pool whose workers are all started now (``fork`` where available: no re-import
     of ``__main__``, so scripts without a main guard work)."""
     import multiprocessing
@@ -197,17 +197,20 @@ class ItemRunner:
     def context(self) -> dict[str, Any]:
         return {"classifier": self.classifier.identity(), "stages": self.versions}
 
-    def run_all(self, progress: Callable[..., None] | None = None) -> dict[str, dict[str, Any]]:
+    def run_all(
+        self, progress: Callable[..., None] | None = None, *, executor: Executor | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Every item's record, in item order. ``executor``: a pool from :func:`start_pool`
+        (started by the caller before the classifier loads); otherwise one is started here."""
         keys = enumerate_items(self.models, self.config)
-        executor: Executor | None = None
+        own: Executor | None = None
         try:
-            if self.config.workers > 1:
-                # Fork the workers before the classifier (torch) is loaded in this process.
-                executor = _start_pool(self.config.workers)
+            if executor is None and self.config.workers > 1:
+                executor = own = start_pool(self.config.workers)
             return self._run_keys(keys, executor, progress)
         finally:
-            if executor is not None:
-                executor.shutdown(cancel_futures=True)
+            if own is not None:
+                own.shutdown(cancel_futures=True)
 
     def _run_keys(
         self, keys: list[ItemKey], executor: Executor | None, progress: Callable[..., None] | None
@@ -492,6 +495,7 @@ __all__ = [
     "SuiteConfig",
     "enumerate_items",
     "item_input_digest",
+    "start_pool",
     "iter_progress_columns",
     "parse_characters",
 ]
