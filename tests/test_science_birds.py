@@ -353,3 +353,14 @@ def test_bundled_classifier_recognises_the_mock_letters() -> None:
     assert report.sections["measurement"]["classifier.id"] == "worldforge/letter-classifier"
     rows = report.sections["per_letter"]["rows"]
     assert all(row["sim[mock]"] > 0.4 for row in rows), rows
+
+
+def test_exact_decimal_mode_matches_float_scores(pixel_classifier: None) -> None:
+    options = {**OPTIONS, "characters": "AB", "trials": 2}
+    plain = evaluate(["mock"], forge=WorldForge(), options=options)
+    exact = evaluate(["mock"], forge=WorldForge(), options={**options, "exact": True})
+    for a, b in zip(plain.results, exact.results, strict=True):
+        assert b.score == pytest.approx(a.score, rel=1e-12, abs=1e-18)
+    assert exact.sections["measurement"]["arithmetic"] == "exact-decimal"
+    ranks = str(exact.extra_artifacts["science-birds/mock/result/prompt_scores_ranks.csv"])
+    assert "e-" not in ranks.lower()  # decimals printed like bignumber.js toFixed(), never exponents

@@ -125,6 +125,15 @@ def test_ollama_models_through_the_suite(pixel_classifier: None) -> None:  # noq
         manifests = report.provenance.runtime_manifests
         assert manifests["ollama:qwen2.5"]["model_digest"] == "a" * 64
 
+        # replies that blow the 25,000-token trial budget are recorded failures with the reason
+        stub.tokens = (20_000, 6_000)
+        over = evaluate(["ollama:phi3"], forge=WorldForge(), options={**options, "seed": 5})
+        rows = over.sections["failed_trials"]["rows"]
+        assert len(rows) == 8 and all(
+            "26000 prompt+completion tokens after turn 1" in r["error"] for r in rows
+        )
+        stub.tokens = (10, 20)
+
         # a server that keeps answering 500 -> every trial is a recorded failure, the run completes
         stub.fail_next = [500] * 1000
         failed = evaluate(
