@@ -229,6 +229,8 @@ def test_identical_runs_identical_digests_and_cache_reuse(tmp_path: Path, pixel_
 def test_several_mock_models_sum_per_model_scores(tmp_path: Path, pixel_classifier: None) -> None:
     options = {**OPTIONS, "characters": "AB", "programs": ["zero-shot"]}
     report = evaluate(["mock:qwen", "mock:gemma"], forge=WorldForge(), options=options)
+    images = [k for k in report.extra_artifacts if k.startswith("images/")]
+    assert len(images) == 2 * 2 * 3 and all(isinstance(report.extra_artifacts[k], bytes) for k in images)
     per_model = {r.provider: r.metrics["prompt_score"] for r in report.results}
     assert set(per_model) == {"mock:qwen", "mock:gemma"} and per_model["mock:qwen"] != per_model["mock:gemma"]
     total = report.results[0].metrics["total_prompt_score"]

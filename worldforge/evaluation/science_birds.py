@@ -238,6 +238,7 @@ def _evaluate_with(
         for row in rows
     ]
     extra = official_artifacts(scores)
+    extra.update(sorted(runner.images.items()))  # per-item images (a run workspace already has them)
     state.add("score_and_report", time.perf_counter() - t0)
 
     input_digest = digest_payload(input_payload)

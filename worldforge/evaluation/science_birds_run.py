@@ -170,6 +170,8 @@ class ItemRunner:
         self.state = state
         self.programs = {p.name: p for p in config.programs}
         self.mock_variants = _mock_variants(forge, self.models)
+        #: Level images by artifact path when there is no run workspace to write them to.
+        self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
 
     @property
@@ -324,11 +326,13 @@ class ItemRunner:
         for (key, seed, digest), gen in zip(work.chunk, work.generated, strict=True):
             level = by_id.get(key.item_id)
             record = self._record(key, seed, digest, gen, level, pngs.get(key.item_id), vectors)
+            png = pngs.get(key.item_id)
             if self.run is not None:
-                png = pngs.get(key.item_id)
                 if png is not None:
                     self.run.write_artifact(record["image"]["path"], png, media_type="image/png")
                 self.run.record_item(key.item_id, digest, record)
+            elif png is not None:
+                self.images[record["image"]["path"]] = png  # returned as report artifacts
             records.append(record)
             self.state.processed += 1
         self.state.add("record", time.perf_counter() - t0)
