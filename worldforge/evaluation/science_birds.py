@@ -54,11 +54,28 @@ METRIC_SEMANTICS = (
 )
 
 
-def _model_identity(manifest: Any, name: str) -> Any:
-    """The part of a runtime manifest that determines replies (hosts and clients excluded)."""
-    if not isinstance(manifest, Mapping):
-        return {"provider": name}
-    return {k: v for k, v in sorted(manifest.items()) if k not in {"host", "client"}}
+def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
+    """The part of a runtime manifest that determines replies (hosts and clients excluded).
+
+    The built-in mock's replies are produced by code, so its identity also carries the versions of
+    the modules that write them: changing the glyph decomposition invalidates cached replies and
+    recorded items instead of silently mixing old and new levels in one run.
+    """
+    identity = (
+        {k: v for k, v in sorted(manifest.items()) if k not in {"host", "client"}}
+        if isinstance(manifest, Mapping)
+        else {"provider": name}
+    )
+    from worldforge.providers.mock import MockProvider
+
+    if type(provider) is MockProvider:
+        from worldforge.evaluation.science_birds_stages import module_version
+
+        identity["generator_code"] = [
+            module_version("worldforge.providers.mock_letters"),
+            module_version("worldforge.pcg.glyphs"),
+        ]
+    return identity
 
 
 def _cache_root(config: SuiteConfig, run: Any) -> Path | None:
@@ -112,7 +129,7 @@ def evaluate(
         if callable(configure):
             configure(config.options)
         manifests[name] = forge.runtime_manifest(name)
-    identities = {k: _model_identity(v, k) for k, v in manifests.items()}
+    identities = {k: _model_identity(v, k, forge.provider(k)) for k, v in manifests.items()}
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.
     executor = start_pool(config.workers) if config.workers > 1 else None
