@@ -171,8 +171,12 @@ def test_cli_kill_then_runs_resume_matches_uninterrupted(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_full_mock_run_26_letters_10_trials(tmp_path: Path) -> None:
-    """The README's main job in full (2 baselines x 26 letters x 10 trials), tiny local classifier."""
-    clf = _tiny_vit(tmp_path / "clf")
+    """The README's main job in full (2 baselines x 26 letters x 10 trials) with the bundled
+    classifier (a tiny local checkpoint stands in only if the bundled one has not been built)."""
+    from worldforge.pcg.classifier import BUNDLED_DIR
+
+    bundled = (BUNDLED_DIR / "config.json").is_file()
+    extra = [] if bundled else ["--classifier", str(_tiny_vit(tmp_path / "clf"))]
     ws = tmp_path / "ws"
     proc = _run(
         _cli(
@@ -183,8 +187,7 @@ def test_full_mock_run_26_letters_10_trials(tmp_path: Path) -> None:
             "mock",
             "--run-workspace",
             str(ws),
-            "--classifier",
-            str(clf),
+            *extra,
             "--format",
             "json",
             cwd=tmp_path,
@@ -202,3 +205,6 @@ def test_full_mock_run_26_letters_10_trials(tmp_path: Path) -> None:
     assert [w["letter"] for w in weights] == [chr(65 + i) for i in range(26)]
     run_dir, manifest = _manifest(ws)
     assert manifest["status"] == "completed" and len(list((run_dir / "items").glob("*.json"))) == 520
+    if bundled:  # the mock builds letters the bundled classifier recognises
+        assert all(r["metrics"]["mean_similarity"] > 0.7 for r in report["results"])
+        assert report["sections"]["measurement"]["classifier.id"] == "worldforge/letter-classifier"
