@@ -306,3 +306,22 @@ def test_module_has_no_heavy_imports() -> None:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_nested_assignments_are_found() -> None:
+    assert (
+        sanitize_text("msg=password=abcdef1 x=y:token=zz99")
+        == f"msg=password={REDACTED} x=y:token={REDACTED}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["key=" * 100_000, "key:" * 100_000, "a:" * 200_000, "token " + "a" * 400_000]
+)
+def test_adversarial_inputs_stay_linear(text: str) -> None:
+    """Chains of assignments once made the inline rule quadratic (or recursive); keep them bounded."""
+    import time
+
+    start = time.perf_counter()
+    sanitize_text(text)
+    assert time.perf_counter() - start < 5.0

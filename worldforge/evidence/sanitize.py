@@ -179,6 +179,7 @@ class Rule:
     keywords: tuple[str, ...]
     pattern: re.Pattern[str]
     replace: Replacer
+    rescan_values: bool = False  # on a kept match, resume scanning at its ``val`` group
 
     def prefilter(self, lowered: str) -> bool:
         return not self.keywords or any(k in lowered for k in self.keywords)
@@ -294,8 +295,8 @@ _LINE_ASSIGN_RE = re.compile(
 )
 _INLINE_ASSIGN_RE = re.compile(
     r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*[:=]\s*)"
-    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|[^\s,;&\"'<>\[\]{}()]+)"
-    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()]+)"
+    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|[^\s,;&\"'<>\[\]{}()=]{1,512})"
+    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()=]{1,512})"
 )
 
 
@@ -303,11 +304,7 @@ def _assignment(match: re.Match[str]) -> str | None:
     value = match.group("val")
     prefix = match.string[match.start() : match.start("val")]
     if not is_sensitive_key(match.group("key")):
-        # ``msg=password=abc``: the bare value may itself hold an assignment.
-        if "=" in value or ":" in value:
-            inner = _INLINE_ASSIGN_RE.sub(lambda m: _assignment(m) or m.group(0), value)
-            return prefix + inner if inner != value else None
-        return None
+        return None  # the engine rescans from the value (``msg=password=abc``)
     if _is_harmless_value(value) or value.startswith("//"):
         return None
     if value.startswith('\\"'):
@@ -436,6 +433,7 @@ RULES: tuple[Rule, ...] = (
         ("=", ":"),
         _INLINE_ASSIGN_RE,
         _assignment,
+        rescan_values=True,
     ),
     Rule(
         "host-path-windows",
@@ -546,22 +544,48 @@ class _Ledger:
 
 
 def _apply(
-    rule_id: str, pattern: re.Pattern[str], replace: Replacer, text: str, ledger: _Ledger | None
+    rule_id: str,
+    pattern: re.Pattern[str],
+    replace: Replacer,
+    text: str,
+    ledger: _Ledger | None,
+    rescan_values: bool = False,
 ) -> str:
+    """Apply one rule left to right; offsets of replacements (in the result) go to the ledger."""
+    out: list[str] = []
+    out_len = 0
     offsets: list[int] = []
-    delta = 0
-
-    def callback(match: re.Match[str]) -> str:
-        nonlocal delta
+    pos = 0
+    while pos <= len(text):
+        match = pattern.search(text, pos)
+        if match is None:
+            break
         new = replace(match)
         if new is None or new == match.group(0):
-            return match.group(0)
-        offsets.append(match.start() + delta)
-        delta += len(new) - (match.end() - match.start())
-        return new
-
-    result = pattern.sub(callback, text)
-    if offsets and ledger is not None:
+            # Keep the match; assignment rules resume at the value, which may hold another one.
+            stop = match.end()
+            if rescan_values and match.start("val") > match.start():
+                value = match.group("val").lower()
+                if any(k in value for k in _SENSITIVE_KEYWORDS):
+                    stop = match.start("val")
+            if stop <= pos and stop == match.end():  # empty match: step one character
+                stop = pos + 1
+            chunk = text[pos:stop]
+        else:
+            chunk = text[pos : match.start()]
+            offsets.append(out_len + len(chunk))
+            chunk += new
+            stop = match.end() if match.end() > match.start() else match.end() + 1
+            if match.end() == match.start():
+                chunk += text[match.end() : stop]
+        out.append(chunk)
+        out_len += len(chunk)
+        pos = stop
+    if not offsets:
+        return text
+    out.append(text[pos:])
+    result = "".join(out)
+    if ledger is not None:
         ledger.add(rule_id, result, offsets)
     return result
 
@@ -591,7 +615,7 @@ def _sanitize(text: str, ledger: _Ledger | None) -> str:
         if rule.id == "sensitive-key" and not any(k in lowered for k in _SENSITIVE_KEYWORDS):
             continue
         if rule.prefilter(lowered):
-            new = _apply(rule.id, rule.pattern, rule.replace, text, ledger)
+            new = _apply(rule.id, rule.pattern, rule.replace, text, ledger, rule.rescan_values)
             if new is not text:
                 text = new
                 lowered = text.lower()
