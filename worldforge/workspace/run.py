@@ -18,38 +18,42 @@ command gets the same guarantees:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import mimetypes
 import os
-import re
 import shlex
 import signal
 import threading
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_native
-from worldforge.core.digests import digest_bytes, digest_file, digest_payload, is_digest, require_digest
+from worldforge.core.digests import digest_bytes, digest_file, digest_payload, require_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_json
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.workspace.environment import environment_summary
 from worldforge.workspace.eventlog import EventLog
 from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
-
-SCHEMA_VERSION = 1
-DIGEST_RECIPE = "wf-jcs-sha256/1"
-MANIFEST_NAME = "run_manifest.json"
-EVENTS_NAME = "events.jsonl"
-LOCK_NAME = ".lock"
-LOCAL_DIR = ".local"
-RESULT_PATH = "results/result.json"
-STATUSES = ("running", "completed", "failed", "interrupted")
-RESERVED_EVENTS = ("run.started", "run.resumed", "run.finished", "run.failed")
-_RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR}
-_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+from worldforge.workspace.layout import (
+    DIGEST_RECIPE,
+    EVENTS_NAME,
+    LOCAL_DIR,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    RESERVED_EVENTS,
+    RESULT_PATH,
+    SCHEMA_VERSION,
+    STATUSES,
+    RunLock,
+    compute_input_digest,
+    dataset_ref_digest,
+    item_filename,
+    items_digest,
+    portable_path,
+    safe_relpath,
+)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -60,99 +64,6 @@ def _sanitize(value: Any) -> Any:
     from worldforge.evidence.sanitize import sanitize_value
 
     return sanitize_value(value)
-
-
-def portable_path(path: str | Path) -> str:
-    """A path safe to record: relative to the current directory when inside it, else ``<external>/name``."""
-    resolved = Path(path).resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return f"<external>/{resolved.name}"
-
-
-def safe_relpath(relpath: str) -> str:
-    """Validate a run-relative artifact path (no absolute paths, ``..``, backslashes or reserved names)."""
-    if not isinstance(relpath, str) or not relpath or "\\" in relpath or relpath.startswith("/"):
-        raise WorldForgeError(f"artifact path {relpath!r}: must be a relative POSIX path inside the run.")
-    parts = PurePosixPath(relpath).parts
-    if any(part in ("", ".", "..") for part in parts) or parts[0] in _RESERVED_NAMES:
-        raise WorldForgeError(f"artifact path {relpath!r}: escapes the run or names a reserved file.")
-    return PurePosixPath(*parts).as_posix()
-
-
-def item_filename(item_id: str) -> str:
-    """File name for an item record: readable slug plus a digest suffix (ids may contain ``/`` or ``:``)."""
-    slug = _SLUG_RE.sub("_", item_id).strip("._")[:80] or "item"
-    return f"items/{slug}.{digest_payload(item_id)[7:19]}.json"
-
-
-def dataset_ref_digest(ref: dict[str, Any]) -> str:
-    """The digest that identifies a compact dataset-manifest reference."""
-    for key in ("sha256", "digest"):
-        value = ref.get(key)
-        if is_digest(value):
-            return str(value)
-    return digest_payload(ref)
-
-
-def compute_input_digest(
-    kind: str, config: Any, inputs: list[dict[str, Any]], datasets: list[dict[str, Any]]
-) -> str:
-    """Digest of everything that determines a run's result (no timestamps, no argv, no host paths)."""
-    return digest_payload(
-        {
-            "kind": kind,
-            "config": config,
-            "inputs": [
-                {"name": e["name"], "digest": e["digest"]} for e in sorted(inputs, key=lambda e: e["name"])
-            ],
-            "dataset_manifests": sorted(dataset_ref_digest(ref) for ref in datasets),
-        }
-    )
-
-
-def items_digest(items: dict[str, dict[str, Any]]) -> str:
-    """Digest over ``[item_id, input_digest, record_digest]`` triples sorted by item id."""
-    return digest_payload([[k, items[k]["input_digest"], items[k]["record_digest"]] for k in sorted(items)])
-
-
-class RunLock:
-    """An exclusive ``flock`` on ``<run>/.lock``; released when the process dies, even by ``kill -9``."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / LOCK_NAME
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            raise WorldForgeError(
-                f"run {run_dir.name} is being written by another process; wait for it or pick another run."
-            ) from None
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, f"{os.getpid()}\n".encode())
-
-    def release(self) -> None:
-        if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = -1
-
-    @staticmethod
-    def is_locked(run_dir: Path) -> bool:
-        """True while some process (this one included) holds the run's lock."""
-        path = run_dir / LOCK_NAME
-        if not path.exists():
-            return False
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
 
 
 class Run:
