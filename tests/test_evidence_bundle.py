@@ -246,3 +246,26 @@ def test_property_no_secret_survives_a_bundle(doc: object, secret: str, key: str
         with zipfile.ZipFile(result.zip_path) as archive:
             assert all(secret.encode() not in archive.read(name) for name in archive.namelist())
         assert verify_bundle_dir(result.output_dir).ok
+
+
+def test_cited_dataset_manifest_is_copied_when_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worldforge.datasets import manifest_reference
+
+    monkeypatch.chdir(REPO / "dataset-manifests")  # a sub-directory: the path is repository-relative
+    ref = manifest_reference(REPO / "dataset-manifests" / "mock-evaluation-fixtures.json")
+    ws = tmp_path / "ws"
+    with start_run(ws, "evaluation", ["worldforge", "eval"], {}) as run:
+        run.add_dataset_refs([ref])
+        run.complete({})
+    result = build_bundle(ws, [run.run_id], tmp_path / "b")
+    copied = result.output_dir / "dataset-manifests" / "dataset-manifests" / "mock-evaluation-fixtures.json"
+    assert copied.read_bytes() == (REPO / "dataset-manifests" / "mock-evaluation-fixtures.json").read_bytes()
+    stale = dict(ref, sha256="sha256:" + "1" * 64)
+    with start_run(ws, "evaluation", ["worldforge", "eval"], {}) as run2:
+        run2.add_dataset_refs([stale])
+        run2.complete({})
+    records = {f["path"]: f for f in build_bundle(ws, [run2.run_id], tmp_path / "c").manifest["files"]}
+    record = records["dataset-manifests/dataset-manifests/mock-evaluation-fixtures.json"]
+    assert record["included"] is False and "changed since the run" in record["reason"]

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace import (
@@ -439,3 +441,42 @@ def test_prune_dry_run_and_apply(tmp_path: Path) -> None:
     assert live.dir.exists()
     with pytest.raises(WorldForgeError):
         apply_prune(ws, applied)
+
+
+_CHAIN_RUN: dict[str, Path] = {}
+
+
+def _chain_run() -> Path:
+    """One finished run shared by the property test (examples copy it before tampering)."""
+    import tempfile
+
+    if "dir" not in _CHAIN_RUN:
+        _CHAIN_RUN["dir"] = make_run(Path(tempfile.mkdtemp(prefix="wf-chain-")), items=2)
+    return _CHAIN_RUN["dir"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(position=st.floats(min_value=0, max_value=1, exclude_max=True), bit=st.integers(0, 7))
+def test_property_any_flipped_bit_in_the_event_log_is_detected(position: float, bit: int) -> None:
+    import shutil
+    import tempfile
+
+    source = _chain_run()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / source.name
+        shutil.copytree(source, run_dir)
+        events = run_dir / "events.jsonl"
+        data = bytearray(events.read_bytes())
+        index = int(position * len(data))
+        data[index] ^= 1 << bit
+        events.write_bytes(bytes(data))
+        report = verify_run(run_dir)
+        assert not report.ok
+        assert {p.code for p in report.problems} & {
+            "event-chain",
+            "truncated-line",
+            "missing-terminal-event",
+            "event-count-mismatch",
+            "status-mismatch",
+            "manifest-event-mismatch",
+        }

@@ -329,13 +329,33 @@ def build_bundle(
             if not isinstance(rel_path, str) or rel_path in copied_datasets:
                 continue
             pure = PurePosixPath(rel_path)
-            source = Path.cwd() / pure
-            if pure.is_absolute() or ".." in pure.parts or not source.is_file():
+            if pure.is_absolute() or ".." in pure.parts:
+                continue
+            # The reference path is repository-relative: look from the current directory upwards.
+            cwd = Path.cwd()
+            found = [base / pure for base in (cwd, *cwd.parents) if (base / pure).is_file()]
+            if not found:
                 continue
             copied_datasets.add(rel_path)
-            builder.add_bytes(
-                f"dataset-manifests/{rel_path}", rel_path, "dataset-manifest", source.read_bytes()
-            )
+            data = found[0].read_bytes()
+            if ref.get("sha256") not in (None, digest_bytes(data)):
+                builder.files.append(
+                    {
+                        "path": f"dataset-manifests/{rel_path}",
+                        "source": rel_path,
+                        "kind": "dataset-manifest",
+                        "source_sha256": digest_bytes(data),
+                        "source_size": len(data),
+                        "included": False,
+                        "safe_to_attach": False,
+                        "sha256": None,
+                        "size": None,
+                        "redaction_count": 0,
+                        "reason": f"excluded: the manifest changed since the run cited {ref.get('sha256')}",
+                    }
+                )
+                continue
+            builder.add_bytes(f"dataset-manifests/{rel_path}", rel_path, "dataset-manifest", data)
     source_date = _source_date(manifests)
     summary = _summary_md(stories, builder.files, builder.redactions, source_date)
     generated = [("summary.md", summary)]
