@@ -480,3 +480,72 @@ def test_property_any_flipped_bit_in_the_event_log_is_detected(position: float, 
             "status-mismatch",
             "manifest-event-mismatch",
         }
+
+
+def test_sigterm_marks_interrupted(tmp_path: Path) -> None:
+    driver = _driver(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ws = tmp_path / "ws"
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(ws), "200", "0.05"],
+        stdout=subprocess.PIPE,
+        text=True,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    run_dir = ws / "runs" / run_id
+    deadline = time.time() + 30
+    while time.time() < deadline and len(list((run_dir / "items").glob("*.json"))) < 2:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    manifest = load_manifest(run_dir)
+    assert manifest["status"] == "interrupted"
+    last = json.loads((run_dir / "events.jsonl").read_text().splitlines()[-1])
+    assert last["type"] == "run.failed" and last["payload"]["status"] == "interrupted"
+    assert verify_run(run_dir).ok  # a clean interrupt is a consistent, resumable run
+
+
+def _manifest_run(ws: Path, **changes: Any) -> Path:
+    with start_run(ws, "evaluation", ["w"], {"providers": ["mock"], **changes.get("config", {})}) as run:
+        run.add_dataset_refs(changes.get("datasets", [{"id": "levels", "sha256": ZERO}]))
+        record = {"cohort_digest": changes.get("cohort", sha_json("cohort-1")), "score": 1}
+        run.record_item("level-1", ZERO, record)
+        run.complete({"score": changes.get("score", 1)})
+    return run.dir
+
+
+def test_diff_reason_codes_for_datasets_cohorts_code_and_config(tmp_path: Path) -> None:
+    base = _manifest_run(tmp_path)
+    dataset = _manifest_run(tmp_path, datasets=[{"id": "levels", "sha256": sha_json("v2")}], score=2)
+    result = diff_runs(base, dataset)
+    assert result["causes"][0] == "dataset-changed" and result["changes"][-1]["reason"] == "dataset-changed"
+    cohort = _manifest_run(tmp_path, cohort=sha_json("cohort-2"), score=3)
+    reasons = {(ch["path"], ch["reason"]) for ch in diff_runs(base, cohort)["changes"]}
+    assert ("items/level-1#cohort_digest", "cohort-changed") in reasons
+    config = _manifest_run(tmp_path, config={"trials": 3}, score=4)
+    assert diff_runs(base, config)["causes"] == ["config-changed"]
+    manifest_path = config / "run_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["worldforge_version"] = "9.9.9"
+    manifest_path.write_text(json.dumps(manifest))
+    assert "code-version-changed" in diff_runs(base, config)["causes"]
+    same_inputs = _manifest_run(tmp_path, score=5)
+    nondeterminism = diff_runs(base, same_inputs)
+    assert nondeterminism["changes"][-1]["reason"] == "same-inputs-different-results"
+
+
+def test_prune_refuses_symlinks_out_of_runs(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_run(ws, items=1)
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    (ws / "runs" / "20000101T000000.000Z-000000000000").symlink_to(outside)
+    plan = plan_prune(ws, max_age_days=0, keep_latest=0)
+    applied = apply_prune(ws, plan)
+    by_id = {c["run_id"]: c for c in applied["candidates"]}
+    assert by_id["20000101T000000.000Z-000000000000"]["reason"] == "refused: outside DIR/runs"
+    assert (outside / "keep.txt").exists()
