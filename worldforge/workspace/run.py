@@ -419,27 +419,32 @@ def _rebuild_from_events(run: Run) -> None:
 
     chain = read_chain(run.dir / EVENTS_NAME)
     for event in chain.events:
-        payload = event.get("payload") or {}
-        if event.get("type") == "artifact.written":
-            run._artifacts[payload["path"]] = {
-                k: payload[k] for k in ("path", "sha256", "size", "media_type")
-            }
-        elif event.get("type") == "item.completed":
-            path = run.dir / payload["path"]
-            if not path.is_file() or digest_file(path) != payload.get("sha256"):
-                continue  # the record did not survive intact: recompute the item
-            body = json.loads(path.read_text(encoding="utf-8"))
-            run._items[payload["item_id"]] = {
-                "input_digest": body["input_digest"],
-                "record_digest": body["record_digest"],
-                "record": body["record"],
-            }
-            run._artifacts[payload["path"]] = {
-                "path": payload["path"],
-                "sha256": payload["sha256"],
-                "size": payload["size"],
-                "media_type": "application/json",
-            }
+        payload: Any = event.get("payload")
+        try:
+            if event.get("type") == "artifact.written":
+                run._artifacts[payload["path"]] = {
+                    k: payload[k] for k in ("path", "sha256", "size", "media_type")
+                }
+            elif event.get("type") == "item.completed":
+                path = run.dir / safe_relpath(payload["path"])
+                if not path.is_file() or digest_file(path) != payload.get("sha256"):
+                    continue  # the record did not survive intact: recompute the item
+                body = json.loads(path.read_text(encoding="utf-8"))
+                if digest_payload(body["record"]) != body["record_digest"]:
+                    continue
+                run._items[payload["item_id"]] = {
+                    "input_digest": body["input_digest"],
+                    "record_digest": body["record_digest"],
+                    "record": body["record"],
+                }
+                run._artifacts[payload["path"]] = {
+                    "path": payload["path"],
+                    "sha256": payload["sha256"],
+                    "size": payload["size"],
+                    "media_type": "application/json",
+                }
+        except (KeyError, TypeError, ValueError, WorldForgeError):
+            continue  # a malformed line describes nothing reusable; the item is recomputed
 
 
 @contextlib.contextmanager

@@ -152,11 +152,22 @@ def verify_run(run_dir: Path, *, prefix: str = "", skip_paths: frozenset[str] = 
     # Artifacts --------------------------------------------------------------------
     index: dict[str, dict[str, Any]] = {}
     for event in events:
-        payload = event.get("payload") or {}
+        payload: Any = event.get("payload")
         if event.get("type") in ("artifact.written", "item.completed"):
-            index[payload["path"]] = payload
+            path = payload.get("path") if isinstance(payload, dict) else None
+            if not isinstance(path, str) or not path:
+                report.add(
+                    "event-malformed",
+                    prefix + EVENTS_NAME,
+                    f"event #{event.get('seq')} names no artifact path",
+                )
+                continue
+            index[path] = payload
     for entry in manifest.get("artifacts") or []:
-        logged = index.get(entry.get("path"))
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            report.add("manifest-malformed", prefix + MANIFEST_NAME, "an artifacts entry has no path")
+            continue
+        logged = index.get(str(entry["path"]))
         if logged is not None and logged.get("sha256") != entry.get("sha256"):
             report.add(
                 "manifest-event-mismatch",
