@@ -269,3 +269,44 @@ def test_cited_dataset_manifest_is_copied_when_unchanged(
     records = {f["path"]: f for f in build_bundle(ws, [run2.run_id], tmp_path / "c").manifest["files"]}
     record = records["dataset-manifests/dataset-manifests/mock-evaluation-fixtures.json"]
     assert record["included"] is False and "changed since the run" in record["reason"]
+
+
+_SHARED: dict[str, Path] = {}
+
+
+def _shared_bundle() -> tuple[Path, Path]:
+    if "bundle" not in _SHARED:
+        root = Path(tempfile.mkdtemp(prefix="wf-shared-bundle-"))
+        run_id = make_run(root / "ws")
+        _SHARED["run"] = root / "ws" / "runs" / run_id
+        _SHARED["bundle"] = build_bundle(root / "ws", [run_id], root / "bundle").output_dir
+    return _SHARED["run"], _SHARED["bundle"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    which=st.sampled_from(["run", "bundle"]),
+    position=st.floats(0, 1, exclude_max=True),
+    bit=st.integers(0, 7),
+)
+def test_property_corrupted_manifests_never_crash_verify(which: str, position: float, bit: int) -> None:
+    import shutil
+
+    from worldforge.workspace import verify_run
+
+    run_source, bundle_source = _shared_bundle()
+    with tempfile.TemporaryDirectory() as tmp:
+        if which == "run":
+            target = Path(tmp) / run_source.name
+            shutil.copytree(run_source, target)
+            manifest = target / "run_manifest.json"
+        else:
+            target = Path(tmp) / "bundle"
+            shutil.copytree(bundle_source, target)
+            manifest = target / "evidence_manifest.json"
+        data = bytearray(manifest.read_bytes())
+        data[int(position * len(data))] ^= 1 << bit
+        manifest.write_bytes(bytes(data))
+        report = verify_run(target) if which == "run" else verify_bundle_dir(target)
+        assert isinstance(report.ok, bool)  # reported, never raised
+        assert all(p.code and p.message for p in report.problems)

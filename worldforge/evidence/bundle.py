@@ -449,13 +449,27 @@ def write_zip(bundle_dir: Path, source_date: str | None = None) -> Path:
 
 
 def verify_bundle_dir(bundle_dir: Path, target: str | None = None) -> VerifyReport:
-    """Recompute every bundled file's digest, the bundle digest, and each bundled run's own checks."""
+    """Recompute every bundled file's digest, the bundle digest, and each bundled run's own checks.
+
+    A structurally broken evidence manifest is reported as a problem, never raised.
+    """
     report = VerifyReport(target=target or bundle_dir.name, kind="bundle")
+    try:
+        _verify_bundle(report, bundle_dir)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        report.add(
+            "manifest-malformed", EVIDENCE_MANIFEST, f"unexpected structure ({type(exc).__name__}: {exc})"
+        )
+    report.status = "verified" if report.ok else "mismatch"
+    return report
+
+
+def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
     try:
         manifest = json.loads((bundle_dir / EVIDENCE_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         report.add("manifest-unreadable", EVIDENCE_MANIFEST, f"cannot read evidence manifest ({exc})")
-        return report
+        return
     files = {f["path"]: f for f in manifest.get("files", [])}
     for path, record in sorted(files.items()):
         if not record.get("included"):
@@ -503,8 +517,6 @@ def verify_bundle_dir(bundle_dir: Path, target: str | None = None) -> VerifyRepo
         report.runs.append(
             {"run_id": run_id, "status": sub.status, "ok": sub.ok, "redacted_files": sorted(changed)}
         )
-    report.status = "verified" if report.ok else "mismatch"
-    return report
 
 
 def verify_bundle_zip(zip_path: Path) -> VerifyReport:

@@ -86,13 +86,28 @@ def _check_file(report: VerifyReport, base: Path, entry: dict[str, Any], prefix:
 
 def verify_run(run_dir: Path, *, prefix: str = "", skip_paths: frozenset[str] = frozenset()) -> VerifyReport:
     """Verify one run directory; ``skip_paths`` lists files whose bytes were replaced by a bundle's
-    redaction (their source digest is then checked by the bundle verifier instead)."""
+    redaction (their source digest is then checked by the bundle verifier instead).
+
+    A structurally broken (e.g. hand-edited) manifest or log is reported as a problem, never raised.
+    """
     report = VerifyReport(target=prefix or run_dir.name, kind="run", run_id=run_dir.name)
+    try:
+        _verify_run(report, run_dir, prefix, skip_paths)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        report.add(
+            "manifest-malformed",
+            prefix + MANIFEST_NAME,
+            f"unexpected structure ({type(exc).__name__}: {exc})",
+        )
+    return report
+
+
+def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: frozenset[str]) -> None:
     try:
         manifest = load_manifest(run_dir)
     except WorldForgeError as exc:
         report.add("manifest-unreadable", prefix + MANIFEST_NAME, str(exc))
-        return report
+        return
     report.run_id = str(manifest.get("run_id"))
     if manifest.get("schema_version") != SCHEMA_VERSION:
         report.add(
@@ -237,7 +252,6 @@ def verify_run(run_dir: Path, *, prefix: str = "", skip_paths: frozenset[str] = 
                     )
             except ValueError:
                 report.add("result-unreadable", prefix + RESULT_PATH, "result payload is not valid JSON")
-    return report
 
 
 __all__ = ["Problem", "VerifyReport", "verify_run"]
