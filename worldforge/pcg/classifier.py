@@ -308,7 +308,14 @@ class LetterClassifier:
     def classify(
         self, images: Sequence[Any], *, batch_size: int = 64, embedding: bool = True, workers: int = 1
     ) -> Classification:
-        """Softmax over A..Z (+ embedding) for paths, PNG bytes or PIL images, in input order."""
+        """Softmax over A..Z (+ embedding) for paths, PNG bytes or PIL images, in input order.
+
+        Every forward pass runs on exactly ``batch_size`` images (a short last batch is padded with
+        zero tensors, whose outputs are dropped). CPU kernels pick their blocking by batch size, so
+        an image classified in a batch of 5 and in a batch of 64 differs in the last float bits;
+        with a fixed batch size an image's vector does not depend on how many images came with it
+        or which ones, and a resumed run reproduces an uninterrupted one bit for bit.
+        """
         import torch
 
         if batch_size < 1:
@@ -327,10 +334,15 @@ class LetterClassifier:
                 else:
                     prepared = [self._prepare(i) for i in chunk]
                 inputs = self.processor(images=prepared, return_tensors="pt")
-                pixel_values = inputs["pixel_values"].to(self.device)
+                pixel_values = inputs["pixel_values"]
+                real = int(pixel_values.shape[0])
+                if real < batch_size:
+                    pad = pixel_values.new_zeros((batch_size - real, *pixel_values.shape[1:]))
+                    pixel_values = torch.cat([pixel_values, pad])
+                pixel_values = pixel_values.to(self.device)
                 if self.channels_last:
                     pixel_values = pixel_values.contiguous(memory_format=torch.channels_last)
-                out.extend(self._forward(pixel_values, embedding, torch))
+                out.extend(self._forward(pixel_values, embedding, torch)[:real])
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
