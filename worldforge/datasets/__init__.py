@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -204,9 +205,30 @@ def manifest_reference(path: str | Path, *, root: str | Path | None = None) -> d
     return ref
 
 
+def dataset_references(manifests: Iterable[Any] | None) -> list[dict[str, Any]]:
+    """Compact references for the dataset manifests an evaluation cites, in the order given.
+
+    Every evaluation suite records its cited datasets the same way, so run inputs, provenance and
+    evidence bundles agree on what a run used: a manifest path is validated and turned into its
+    :func:`manifest_reference` (a bad manifest fails the run before any work starts), and an
+    already-compact reference (a mapping, e.g. from a resumed run) is copied as is. Anything else
+    raises :class:`WorldForgeError` naming its position in ``manifests``.
+    """
+    refs: list[dict[str, Any]] = []
+    for index, item in enumerate(manifests or []):
+        if isinstance(item, dict):
+            refs.append(dict(item))
+        elif isinstance(item, (str, Path)):
+            refs.append(manifest_reference(item))
+        else:
+            raise WorldForgeError(f"dataset_manifests[{index}]: expected a compact reference or a path.")
+    return refs
+
+
 __all__ = [
     "DATASET_MANIFEST_SCHEMA_VERSION",
     "MAX_LOCAL_FIXTURE_BYTES",
+    "dataset_references",
     "find_repo_root",
     "load_manifest",
     "manifest_reference",

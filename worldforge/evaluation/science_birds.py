@@ -22,6 +22,7 @@ from typing import Any
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.datasets import dataset_references
 from worldforge.evaluation.science_birds_run import (
     Classifier,
     ItemRunner,
@@ -74,6 +75,7 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
         identity["generator_code"] = [
             module_version("worldforge.providers.mock_letters"),
             module_version("worldforge.pcg.glyphs"),
+            module_version("worldforge.pcg.drop_plan"),
         ]
     return identity
 
@@ -174,9 +176,7 @@ def _evaluate_with(
 
     classifier = classifier or Classifier(config.classifier)
     cache = StageCache(_cache_root(config, run))
-    from worldforge.evaluation.suite import _dataset_refs
-
-    dataset_refs = _dataset_refs(dataset_manifests)
+    dataset_refs = dataset_references(dataset_manifests)
     input_payload = {
         "suite_id": SUITE_ID,
         "suite_version": SUITE_VERSION,

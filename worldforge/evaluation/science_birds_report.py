@@ -268,7 +268,7 @@ def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
     2025 edition scored each model separately), and ``science-birds/ranking.json`` with the totals
     over models, normalised scores, ranks and the tie-break decision.
     """
-    from worldforge.pcg.folder_scoring import official_files
+    from worldforge.pcg.score_report import official_files
 
     out: dict[str, str | bytes] = {}
     for ms in scores.models:

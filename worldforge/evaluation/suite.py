@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.datasets import dataset_references
 from worldforge.evaluation.gallery import build_cases
 from worldforge.evaluation.provenance import ProvenanceEnvelope
 from worldforge.evaluation.report import EvaluationReport
@@ -349,7 +350,7 @@ class EvaluationSuite:
             manifest = forge.runtime_manifest(name)
             if manifest is not None:
                 runtime_manifests[name] = manifest
-        dataset_refs = _dataset_refs(dataset_manifests)
+        dataset_refs = dataset_references(dataset_manifests)
         input_payload = self.input_payload(names, runtime_manifests, dataset_refs)
         if run is not None:
             run.add_input_value("evaluation", input_payload)
@@ -461,25 +462,6 @@ def _evaluate(context: EvaluationContext) -> tuple[EvaluationResult, bool]:
         )
         return context.result(failed), False
     return context.coerce(returned), True
-
-
-def _dataset_refs(manifests: Iterable[Any] | None) -> list[dict[str, Any]]:
-    refs: list[dict[str, Any]] = []
-    for index, item in enumerate(manifests or []):
-        if isinstance(item, dict):
-            refs.append(dict(item))
-        elif isinstance(item, (str, Path)):
-            try:
-                datasets = importlib.import_module("worldforge.datasets")
-                manifest_reference = datasets.manifest_reference
-            except (ImportError, AttributeError):
-                raise WorldForgeError(
-                    "dataset manifests need worldforge.datasets.manifest_reference."
-                ) from None
-            refs.append(manifest_reference(item))
-        else:
-            raise WorldForgeError(f"dataset_manifests[{index}]: expected a compact reference or a path.")
-    return refs
 
 
 def _call_factory(factory: Any, options: Mapping[str, Any] | None, name: str) -> EvaluationSuite:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from worldforge.evidence.rules import REDACTED, _is_harmless_value, is_sensitive_key
+from worldforge.evidence.rules import REDACTED, is_harmless_value, is_sensitive_key
 
 # Failure-gallery metric previews
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ def _preview(value: Any, key: str, depth: int) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else {"type": "float", "preview": repr(value)}
     if isinstance(value, str):
-        if is_sensitive_key(key) and not _is_harmless_value(value):
+        if is_sensitive_key(key) and not is_harmless_value(value):
             return REDACTED
         text = _sanitize_text(value.strip())
         return text if len(text) <= PREVIEW_MAX_STRING else text[: PREVIEW_MAX_STRING - 1] + "…"

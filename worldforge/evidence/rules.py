@@ -117,8 +117,12 @@ _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
 
 
-def _is_harmless_value(value: str) -> bool:
-    """Values a sensitive key may hold without being a secret (digests, placeholders, references)."""
+def is_harmless_value(value: str) -> bool:
+    """Values a sensitive key may hold without being a secret (digests, placeholders, references).
+
+    Public because every redaction path (rules, the engine, failure-gallery previews) must agree on
+    what stays readable next to a sensitive key.
+    """
     stripped = value.strip().strip("\"'").strip()
     low = stripped.lower()
     return (
@@ -167,7 +171,8 @@ class Rule:
         return not self.keywords or any(k in lowered for k in self.keywords)
 
 
-def _whole(_: re.Match[str]) -> str:
+def redact_whole(_: re.Match[str]) -> str:
+    """Replacer that redacts the whole match; the default for rules and the engine's dynamic ones."""
     return REDACTED
 
 
@@ -287,7 +292,7 @@ def _assignment(match: re.Match[str]) -> str | None:
     prefix = match.string[match.start() : match.start("val")]
     if not is_sensitive_key(match.group("key")):
         return None  # the engine rescans from the value (``msg=password=abc``)
-    if _is_harmless_value(value) or value.startswith("//"):
+    if is_harmless_value(value) or value.startswith("//"):
         return None
     if value.startswith('\\"'):
         new_value = f'\\"{REDACTED}\\"'
@@ -299,11 +304,13 @@ def _assignment(match: re.Match[str]) -> str | None:
 
 
 _FILE_URL_RE = re.compile(r"\bfile://[^\s\"'<>)\]}]*", re.I)
-_PATH_LEFT = r"(?<![\w.\-/~<>$%])"
+#: Left boundary of a host path: not inside a word, a longer path or a placeholder. Shared with the
+#: engine's dynamic prefixes (current directory, home) so both kinds of path match alike.
+PATH_LEFT = r"(?<![\w.\-/~<>$%])"
 _PATH_SEG = r"[^/\s\"'<>:;,|\\)\]}]+"
-_HOME_RE = re.compile(_PATH_LEFT + r"(?:/home/" + _PATH_SEG + r"|/Users/" + _PATH_SEG + r"|/root(?![\w.\-]))")
+_HOME_RE = re.compile(PATH_LEFT + r"(?:/home/" + _PATH_SEG + r"|/Users/" + _PATH_SEG + r"|/root(?![\w.\-]))")
 _TMP_RE = re.compile(
-    _PATH_LEFT
+    PATH_LEFT
     + r"(?:(?:/private)?/var/folders(?:/"
     + _PATH_SEG
     + r"){0,3}|(?:/private)?/(?:var/)?tmp(?![\w.\-])"
@@ -325,7 +332,7 @@ def _provider_rule(
     description: str,
     keywords: tuple[str, ...],
     regex: str,
-    replace: Replacer = _whole,
+    replace: Replacer = redact_whole,
     flags: int = 0,
 ) -> Rule:
     return Rule(rule_id, description, keywords, re.compile(regex, flags), replace)
@@ -440,7 +447,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("host-path-tilde", "~/ home-relative paths", ("~/",), _TILDE_RE, _placeholder("<home>")),
 )
-_SENSITIVE_KEYWORDS = (
+#: Substrings that make a key look sensitive; also the engine's cheap prefilter for key rules.
+SENSITIVE_KEYWORDS = (
     "key",
     "token",
     "secret",
@@ -465,11 +473,15 @@ def rule_ids() -> list[str]:
 
 
 __all__ = [
+    "PATH_LEFT",
     "REDACTED",
     "RULES",
     "SANITIZER_VERSION",
+    "SENSITIVE_KEYWORDS",
     "Redaction",
     "Rule",
+    "is_harmless_value",
     "is_sensitive_key",
+    "redact_whole",
     "rule_ids",
 ]

@@ -32,17 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.evidence.rules import (
-    _PATH_LEFT,
-    _SENSITIVE_KEYWORDS,
+    PATH_LEFT,
     REDACTED,
     RULES,
     SANITIZER_VERSION,
+    SENSITIVE_KEYWORDS,
     Redaction,
     Replacer,
     Rule,
-    _is_harmless_value,
-    _whole,
+    is_harmless_value,
     is_sensitive_key,
+    redact_whole,
     rule_ids,
 )
 
@@ -74,7 +74,7 @@ def _local_prefixes(cwd: str, home: str) -> tuple[tuple[re.Pattern[str], str], .
     compiled = []
     for prefix, placeholder in prefixes:
         tail = r"(?P<slash>/)?" if placeholder == "" else ""
-        compiled.append((re.compile(_PATH_LEFT + re.escape(prefix) + r"(?![\w.\-])" + tail), placeholder))
+        compiled.append((re.compile(PATH_LEFT + re.escape(prefix) + r"(?![\w.\-])" + tail), placeholder))
     return tuple(compiled)
 
 
@@ -132,7 +132,7 @@ def _apply(
             stop = match.end()
             if rescan_values and match.start("val") > match.start():
                 value = match.group("val").lower()
-                if any(k in value for k in _SENSITIVE_KEYWORDS):
+                if any(k in value for k in SENSITIVE_KEYWORDS):
                     stop = match.start("val")
             if stop <= pos and stop == match.end():  # empty match: step one character
                 stop = pos + 1
@@ -165,7 +165,7 @@ def _sanitize(text: str, ledger: _Ledger | None) -> str:
     present = [s for s in secrets if s in text]
     if present:
         pattern = re.compile("|".join(re.escape(s) for s in present))
-        text = _apply("env-secret-value", pattern, _whole, text, ledger)
+        text = _apply("env-secret-value", pattern, redact_whole, text, ledger)
     if "/" in text:
         for pattern, placeholder in _current_prefixes():
 
@@ -178,7 +178,7 @@ def _sanitize(text: str, ledger: _Ledger | None) -> str:
             text = _apply(rule_id, pattern, repl, text, ledger)
     lowered = text.lower()
     for rule in RULES:
-        if rule.id == "sensitive-key" and not any(k in lowered for k in _SENSITIVE_KEYWORDS):
+        if rule.id == "sensitive-key" and not any(k in lowered for k in SENSITIVE_KEYWORDS):
             continue
         if rule.prefilter(lowered):
             new = _apply(rule.id, rule.pattern, rule.replace, text, ledger, rule.rescan_values)
@@ -216,7 +216,7 @@ def sanitize_value(value: Any, key: str | None = None) -> Any:
             return REDACTED
         return [sanitize_value(item, None) for item in value]
     if isinstance(value, str):
-        if sensitive and not _is_harmless_value(value):
+        if sensitive and not is_harmless_value(value):
             return REDACTED
         return sanitize_text(value)
     return value

@@ -1,0 +1,156 @@
+"""Package layout rules: modules stay small, private names stay private, split modules re-export.
+
+The rules are checked on the source tree rather than by review so that a module growing past the
+limit, or a new ``from x import _helper`` across modules, fails the suite where it happens.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+
+from worldforge.core.errors import WorldForgeError
+
+PACKAGE = Path(__file__).resolve().parents[1] / "worldforge"
+MAX_MODULE_LINES = 600
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _dotted(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_every_module_is_under_the_size_limit() -> None:
+    sizes = {
+        p.relative_to(PACKAGE.parent).as_posix(): len(p.read_text("utf-8").splitlines()) for p in _modules()
+    }
+    assert len(sizes) > 50  # the walk really saw the package
+    assert {name: n for name, n in sizes.items() if n >= MAX_MODULE_LINES} == {}
+
+
+def _private_imports(source: str, here: str) -> list[str]:
+    """``from worldforge.x import _name`` and ``worldforge_module._name`` uses in module ``here``."""
+    tree = ast.parse(source)
+    found: list[str] = []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("worldforge"):
+            for alias in node.names:
+                if _private(alias.name) and node.module != here:
+                    found.append(f"{node.lineno}: from {node.module} import {alias.name}")
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("worldforge"):
+                    aliases[alias.asname or alias.name.split(".")[0]] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    offenders = {
+        p.relative_to(PACKAGE.parent).as_posix(): hits
+        for p in _modules()
+        if (hits := _private_imports(p.read_text("utf-8"), _dotted(p)))
+    }
+    assert offenders == {}
+
+
+def test_private_import_scan_catches_both_forms() -> None:
+    source = (
+        "from worldforge.pcg import glyphs\n"
+        "from worldforge.evaluation.suite import _helper\n"
+        "from worldforge.pcg.sample import _own\n"
+        "value = glyphs._load_font\n"
+        "public = glyphs.letter_grid\n"
+    )
+    hits = _private_imports(source, "worldforge.pcg.sample")
+    assert hits == ["2: from worldforge.evaluation.suite import _helper", "4: glyphs._load_font"]
+
+
+def test_glyph_names_are_reexported_from_their_new_home() -> None:
+    from worldforge.pcg import drop_plan, glyphs
+
+    for name in drop_plan.__all__:
+        assert getattr(glyphs, name) is getattr(drop_plan, name), name
+        assert name in glyphs.__all__, name
+
+
+def test_folder_scoring_reexports_the_result_writers() -> None:
+    from worldforge.pcg import folder_scoring, score_report
+
+    for name in score_report.__all__:
+        assert getattr(folder_scoring, name) is getattr(score_report, name), name
+        assert name in folder_scoring.__all__, name
+
+
+def test_drop_plan_builds_a_hand_drawn_grid_without_fonts() -> None:
+    from worldforge.pcg.drop_plan import (
+        balance_supports,
+        blocks_to_program,
+        grid_from_text,
+        grid_to_text,
+        plan_blocks,
+        simulate_drops,
+    )
+
+    # A "T": the bar overhangs on both sides of the stem and must still land where it is drawn.
+    target = grid_from_text("#####\n..#..\n..#..\n..#..")
+    blocks = plan_blocks(target, rng=random.Random(1))
+    built = simulate_drops(blocks_to_program(blocks))
+    assert {(c, r) for r, row in enumerate(target) for c, v in enumerate(row) if v} <= {
+        (c, r) for r, row in enumerate(built) for c, v in enumerate(row) if v
+    }
+    assert balance_supports(blocks) == set()
+    assert grid_to_text(target).splitlines()[-4:] == [
+        "#####" + "." * 15,
+        "..#.." + "." * 15,
+        "..#.." + "." * 15,
+        "..#.." + "." * 15,
+    ]
+
+
+def test_balance_supports_reports_a_block_that_would_topple() -> None:
+    from worldforge.pcg.drop_plan import Block, balance_supports
+
+    # A b31 resting on its leftmost cell only: its centre of mass is beyond the contact.
+    leaning = [Block("b11", 3, 0), Block("b31", 4, 1)]
+    assert balance_supports(leaning) == {(5, 0)}
+    # Supported at its centre it stands.
+    assert balance_supports([Block("b11", 4, 0), Block("b31", 4, 1)]) == set()
+
+
+def test_dataset_references_keeps_compact_refs_and_rejects_other_values(tmp_path: Path) -> None:
+    from worldforge.datasets import dataset_references, manifest_reference
+
+    ref = {"id": "levels", "sha256": "sha256:" + "0" * 64, "entry_count": 1}
+    out = dataset_references([ref])
+    assert out == [ref] and out[0] is not ref  # a copy: callers may not mutate the caller's dict
+    assert dataset_references(None) == []
+    with pytest.raises(WorldForgeError, match=r"dataset_manifests\[1\]: expected a compact reference"):
+        dataset_references([ref, 42])
+    example = PACKAGE.parent / "examples" / "dataset-manifests" / "mock-evaluation-fixtures.json"
+    assert dataset_references([example]) == [manifest_reference(example)]
+    assert dataset_references([str(example)])[0]["id"] == "mock-evaluation-fixtures"
+    with pytest.raises(WorldForgeError, match="dataset manifest not found"):
+        dataset_references([tmp_path / "missing.json"])

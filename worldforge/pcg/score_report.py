@@ -1,0 +1,215 @@
+"""What the score stage writes: the four official result files and our report.
+
+The official files (``constants.json``, ``trial_scores.csv``, ``character_scores.csv``,
+``prompt_scores_ranks.csv``) must match the published ChatGPT4PCG files byte for byte, so their
+layouts (json2csv quoting, ``JSON.stringify`` separators, CRLF line ends, decimal strings) are pinned
+here in one place. ``report.json``/``report.md`` are our additions: weights, program scores, the
+ranking, every missing input and the classifier identity, so that a reader can tell whose
+similarity numbers these are. Reading a competition folder and running the stages lives in
+:mod:`worldforge.pcg.folder_scoring`; this module only formats and writes results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.io import atomic_write_json, atomic_write_text
+from worldforge.pcg.scoring import CompetitionScores, MultiModelScores, Ranking
+
+
+def _csv(header: Sequence[str], rows: Sequence[Sequence[str | int]], eol: str) -> str:
+    """json2csv defaults: header and strings double-quoted (quotes doubled), numbers bare."""
+
+    def cell(v: str | int) -> str:
+        return str(v) if isinstance(v, int) else '"' + v.replace('"', '""') + '"'
+
+    return eol.join(",".join(cell(v) for v in line) for line in [list(header), *rows])
+
+
+def constants_json(result: CompetitionScores) -> str:
+    """``result/constants.json``: compact ``JSON.stringify`` layout, every number a decimal string."""
+    t = result.arithmetic.text
+    payload = {
+        "competitionScore": t(result.competition),
+        "weights": [
+            {
+                "character": w.character,
+                "weight": t(w.weight),
+                "weightStability": t(w.stability),
+                "weightSimilarity": t(w.similarity),
+                "weightDiversity": t(w.diversity),
+            }
+            for w in result.weights
+        ],
+    }
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def official_files(result: CompetitionScores, *, eol: str = "\r\n") -> dict[str, str]:
+    """File name -> text of the four official result files (CRLF like the published 2024 files)."""
+    t = result.arithmetic.text
+    trial_csv = _csv(
+        [
+            "teamName",
+            "character",
+            "trial",
+            "trial_score",
+            "stabilityScore",
+            "similarityScore",
+            "diversityScore",
+        ],
+        [
+            [r.program, r.character, r.trial, t(r.score), t(r.stability), t(r.similarity), t(r.diversity)]
+            for r in result.trial_rows
+        ],
+        eol,
+    )
+    char_csv = _csv(
+        [
+            "teamName",
+            "character",
+            "characterScore",
+            "nonWeightedAverageStabilityScore",
+            "nonWeightedAverageSimilarityScore",
+            "diversityScore",
+        ],
+        [
+            [r.program, r.character, t(r.score), t(r.mean_stability), t(r.mean_similarity), t(r.diversity)]
+            for r in result.character_rows
+        ],
+        eol,
+    )
+    ranks_csv = _csv(
+        ["team", "normalizedPromptScore", "promptScore", "rank"],
+        [[p.program, t(p.normalized), t(p.prompt), p.official_rank] for p in result.programs],
+        eol,
+    )
+    return {
+        "constants.json": constants_json(result),
+        "trial_scores.csv": trial_csv,
+        "character_scores.csv": char_csv,
+        "prompt_scores_ranks.csv": ranks_csv,
+    }
+
+
+def report_payload(
+    result: CompetitionScores,
+    ranking: Ranking,
+    *,
+    classifier: Mapping[str, Any] | None = None,
+    multi: MultiModelScores | None = None,
+) -> dict[str, Any]:
+    """JSON-native report: weights, program scores, ranking, missing inputs, classifier identity."""
+    t = result.arithmetic.text
+    payload: dict[str, Any] = {
+        "arithmetic": "exact-decimal" if result.arithmetic.exact else "float",
+        "trials": result.trials,
+        "characters": "".join(result.characters),
+        "competition_score": t(result.competition),
+        "weights": [
+            {
+                "character": w.character,
+                "weight": t(w.weight),
+                "stability": t(w.stability),
+                "similarity": t(w.similarity),
+                "diversity": t(w.diversity),
+            }
+            for w in result.weights
+        ],
+        "programs": [
+            {
+                "program": p.program,
+                "prompt_score": t(p.prompt),
+                "normalized_score": t(p.normalized),
+                "official_rank": p.official_rank,
+            }
+            for p in result.programs
+        ],
+        "ranking": ranking.to_dict(result.arithmetic),
+        "missing_inputs": result.missing,
+        "missing_count": len(result.missing),
+        "classifier": dict(classifier) if classifier else None,
+        "claim_boundary": (
+            "Scores use the classifier named here; unless it is the official "
+            "pittawat/vit-base-uppercase-english-characters weights, similarity and diversity "
+            "numbers are not the official model's."
+        ),
+    }
+    if multi is not None:
+        m = multi.arithmetic.text
+        payload["models"] = {
+            "models": list(multi.models),
+            "competition_score": m(multi.competition),
+            "programs": [
+                {
+                    "program": n,
+                    "total": m(multi.totals[n]),
+                    "normalized_total": m(multi.normalized[n]),
+                    "per_model": {k: m(v) for k, v in multi.per_model[n].items()},
+                    "normalized_per_model": {k: m(v) for k, v in multi.normalized_per_model[n].items()},
+                }
+                for n in multi.totals
+            ],
+            "missing_inputs": multi.missing,
+        }
+    return payload
+
+
+def report_markdown(payload: Mapping[str, Any]) -> str:
+    """A short human summary of :func:`report_payload`."""
+    lines = ["# Competition scores", ""]
+    clf = payload.get("classifier")
+    if clf:
+        lines += [f"Classifier: `{clf.get('id')}` ({clf.get('weights_digest')})", ""]
+    lines += [f"Arithmetic: {payload['arithmetic']}; trials: {payload['trials']}", ""]
+    lines += [
+        "| rank | program | normalized | prompt score | prompt length |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    prompt = {p["program"]: p["prompt_score"] for p in payload["programs"]}
+    for e in payload["ranking"]["entries"]:
+        rank = "baseline" if e["rank"] is None else str(e["rank"])
+        length = "" if e["prompt_length"] is None else str(e["prompt_length"])
+        lines.append(
+            f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
+        )
+    r = payload["ranking"]
+    lines += ["", f"Winner(s): {', '.join(r['winners']) or '-'} (decided by {r['decided_by']})."]
+    if r["zero_shot_baseline"] is not None:
+        lines.append(
+            f"Beats the zero-shot baseline `{r['zero_shot_baseline']}`: {r['winner_beats_zero_shot']}."
+        )
+    lines += ["", f"Missing or unreadable inputs (counted as 0): {payload['missing_count']}.", ""]
+    lines += [payload["claim_boundary"], ""]
+    return "\n".join(lines)
+
+
+def write_results(
+    out_dir: Path,
+    result: CompetitionScores,
+    ranking: Ranking,
+    *,
+    classifier: Mapping[str, Any] | None = None,
+    multi: MultiModelScores | None = None,
+    eol: str = "\r\n",
+) -> tuple[dict[str, Any], list[Path]]:
+    """Write the four official files plus ``report.json`` / ``report.md``."""
+    written = []
+    for name, text in official_files(result, eol=eol).items():
+        written.append(atomic_write_text(out_dir / name, text))
+    payload = report_payload(result, ranking, classifier=classifier, multi=multi)
+    written.append(atomic_write_json(out_dir / "report.json", payload))
+    written.append(atomic_write_text(out_dir / "report.md", report_markdown(payload)))
+    return payload, written
+
+
+__all__ = [
+    "constants_json",
+    "official_files",
+    "report_markdown",
+    "report_payload",
+    "write_results",
+]
