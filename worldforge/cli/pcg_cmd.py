@@ -309,7 +309,15 @@ def _run_stage(
                 source, trials=opts["trials"], vector=opts["diversity_vector"], progress=progress
             )
         else:
-            out = scoring.stage_score(source, trials=opts["trials"], exact=opts["exact"], progress=progress)
+            out = scoring.stage_score(
+                source,
+                trials=opts["trials"],
+                exact=opts["exact"],
+                progress=progress,
+                models=opts.get("models"),
+                baselines=opts.get("baselines"),
+                zero_shot=opts.get("zero_shot"),
+            )
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("worldforge"):
             raise
@@ -318,6 +326,50 @@ def _run_stage(
     if isinstance(report, dict) and "stage" in report:
         return [report]
     return [{"stage": name, "result": report}]
+
+
+def _names(option: str, values: list[str] | None) -> list[str] | None:
+    """``--option a,b --option c`` -> ``["a", "b", "c"]``; ``None`` when the option was not given."""
+    from worldforge.core.errors import WorldForgeError
+
+    if values is None:
+        return None
+    names: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            name = part.strip()
+            if not name:
+                raise WorldForgeError(f"{option}: empty name in {value!r}; separate names with commas.")
+            names.append(name)
+    return names
+
+
+def _score_selection(
+    stage: str, source: Path, models: list[str] | None, baselines: list[str] | None, zero_shot: str | None
+) -> dict[str, Any]:
+    """The score stage's program selection, checked before any stage runs (``all`` takes hours).
+
+    ``--models`` only fits the score stage: the earlier stages would read the model folders as
+    teams. Names are checked against the folder by the same rule the score stage applies.
+    """
+    from worldforge.core.errors import WorldForgeError
+
+    given = {
+        "models": _names("--models", models),
+        "baselines": _names("--baselines", baselines),
+        "zero_shot": zero_shot,
+    }
+    selection: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    for key in selection:
+        allowed = ("score",) if key == "models" else ("score", "all")
+        if stage not in allowed:
+            option = "--" + key.replace("_", "-")
+            raise WorldForgeError(f"{option}: only the {' or '.join(allowed)} stage takes it, not {stage!r}.")
+    if selection:
+        from worldforge.pcg.folder_scoring import check_score_selection
+
+        check_score_selection(source, **selection)
+    return selection
 
 
 @pcg_app.command("stage")
@@ -341,6 +393,23 @@ def stage_cmd(
         "softmax", "--diversity-vector", help="softmax (2024) or embedding (2025, CLS token)."
     ),
     exact: bool = typer.Option(False, "--exact", help="Exact decimal scoring (score stage)."),
+    models: list[str] | None = typer.Option(
+        None,
+        "--models",
+        help="score: model sub-folders of SOURCE, each a competition folder; prompt scores are "
+        "summed over models (2025). Comma-separated or repeated.",
+    ),
+    baselines: list[str] | None = typer.Option(
+        None,
+        "--baselines",
+        help="score, all: programs that are baselines (listed, not ranked). Comma-separated or "
+        "repeated. Default: folders named baseline*.",
+    ),
+    zero_shot: str | None = typer.Option(
+        None,
+        "--zero-shot",
+        help="score, all: the zero-shot baseline the winner is compared with (default: baseline_zero_shot).",
+    ),
     run_workspace: Path | None = _WORKSPACE_OPT,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
@@ -362,6 +431,9 @@ def stage_cmd(
             "diversity_vector": diversity_vector,
             "exact": exact,
         }
+        # Only options given join ``opts``: the run config (and its digest) of an invocation
+        # without them stays what it was before these options existed.
+        opts.update(_score_selection(stage, source, models, baselines, zero_shot))
         plan: list[str] = list(ALL_ORDER) if stage == "all" else [stage]
         if stage == "all":  # one simulation per level feeds both physics stages
             plan = ["extract", "convert", "physics", "similarity", "diversity", "score"]

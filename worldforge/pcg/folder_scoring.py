@@ -24,7 +24,14 @@ from typing import Any
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_json, atomic_write_text
 from worldforge.pcg.diversity import VECTOR_KINDS, diversity
-from worldforge.pcg.folder import NullProgress, Progress, StageReport, list_files, list_teams
+from worldforge.pcg.folder import (
+    SKIPPED_DIRS,
+    NullProgress,
+    Progress,
+    StageReport,
+    list_files,
+    list_teams,
+)
 from worldforge.pcg.score_report import (
     constants_json,
     official_files,
@@ -365,6 +372,56 @@ def score_folder(
     return score_competition(programs, trials=trials, exact=exact)
 
 
+def check_score_selection(
+    source: Path,
+    *,
+    models: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    zero_shot: str | None = None,
+) -> None:
+    """Fail fast, naming the option, when the score stage's names do not match ``source``.
+
+    A misspelt baseline would otherwise be ranked as a competitor, and a misspelt model folder
+    would only fail after the earlier models were scored and written; so every name is checked
+    against the folder before anything is read or written. Messages name the command-line options
+    (``--models``, ``--baselines``, ``--zero-shot``) because that is where such names come from.
+    """
+    source = Path(source)
+    programs: set[str] = set()
+    if models:
+        seen: set[str] = set()
+        for model in models:
+            if model in seen:
+                raise WorldForgeError(f"--models: {model!r} is given twice.")
+            seen.add(model)
+            if not model or model.startswith(".") or "/" in model or "\\" in model or model in SKIPPED_DIRS:
+                raise WorldForgeError(f"--models: {model!r} is not a folder name directly under {source}.")
+            folder = source / model
+            if not folder.is_dir():
+                raise WorldForgeError(f"--models: {folder} is not a folder.")
+            teams = team_names(folder)
+            if not teams:
+                raise WorldForgeError(f"--models: {folder} has no team folders to score.")
+            programs.update(teams)
+    else:
+        programs.update(team_names(source))
+    checks = (
+        ("--baselines", list(baselines or ())),
+        ("--zero-shot", [] if zero_shot is None else [zero_shot]),
+    )
+    for option, names in checks:
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise WorldForgeError(f"{option}: {twice!r} is given twice.")
+        for name in names:
+            if name not in programs:
+                where = f"the model folders {', '.join(models)}" if models else str(source)
+                raise WorldForgeError(
+                    f"{option}: {name!r} is not a program folder of {where} "
+                    f"(programs: {', '.join(sorted(programs)) or 'none'})."
+                )
+
+
 def stage_score(
     source: Path,
     *,
@@ -380,9 +437,11 @@ def stage_score(
     With ``models`` each name is a sub-folder laid out as a competition folder; each is scored on
     its own (weights per model, files in ``<model>/result/``) and the per-model prompt scores are
     summed and normalized into ``source/result/report.json`` (2025 aggregation). Baselines default
-    to folders named ``baseline*``; the zero-shot baseline to ``baseline_zero_shot``.
+    to folders named ``baseline*``; the zero-shot baseline to ``baseline_zero_shot``. Names that
+    do not match the folder raise :class:`WorldForgeError` first (:func:`check_score_selection`).
     """
     source = Path(source)
+    check_score_selection(source, models=models, baselines=baselines, zero_shot=zero_shot)
     options: dict[str, Any] = {"baselines": baselines, "zero_shot": zero_shot}
     stage = ScoreStageReport(stage="score")
     if not models:
@@ -425,6 +484,7 @@ def stage_score(
 __all__ = [
     "STAGES",
     "Progress",
+    "check_score_selection",
     "constants_json",
     "image_files",
     "ScoreStageReport",
