@@ -11,12 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from worldforge.evidence import sanitize as sanitize_module
 from worldforge.evidence.sanitize import (
     REDACTED,
     RULES,
     is_sensitive_key,
     metrics_preview,
     rule_ids,
+    sanitize_argv,
     sanitize_text,
     sanitize_value,
     sanitize_with_ledger,
@@ -45,7 +47,8 @@ def _neutral_location(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 def test_every_static_rule_has_fixtures() -> None:
     static = {rule.id for rule in RULES}
     assert static == set(CORPUS["rules"])
-    assert set(rule_ids()) == static | {"env-secret-value", "host-path-cwd"}
+    dynamic = {"env-secret-value", "host-path-cwd", "host-path-repo", "host-path-venv", "host-user"}
+    assert set(rule_ids()) == static | dynamic
 
 
 @pytest.mark.parametrize(("rule", "text", "secrets"), TRUE_POSITIVES)
@@ -107,6 +110,56 @@ def test_cwd_and_home_prefixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     out, ledger = sanitize_with_ledger(text, "x")
     assert out == "reports/report.json and . and <home>/.cache/x"
     assert {e.rule for e in ledger} == {"host-path-cwd", "host-path-home"}
+
+
+def test_checkout_and_venv_prefixes_outside_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from elsewhere, the checkout and the venv are placeholders; run from the checkout, relative."""
+    monkeypatch.setattr(sanitize_module, "_install_locations", lambda: ("/srv/ci/wf", "/srv/ci/wf/.venv"))
+    monkeypatch.chdir(tmp_path)
+    text = "/srv/ci/wf/tests/fixtures/a.xml /srv/ci/wf/.venv/bin/python /srv/ci/wfx/b"
+    out, ledger = sanitize_with_ledger(text, "x")
+    assert out == "<repo>/tests/fixtures/a.xml <venv>/bin/python /srv/ci/wfx/b"
+    assert {e.rule for e in ledger} == {"host-path-repo", "host-path-venv"}
+    assert sanitize_module._local_prefixes("/srv/ci/wf", "", "/srv/ci/wf", "/srv/ci/wf/.venv") == (
+        sanitize_module._local_prefixes("/srv/ci/wf", "", "", "")
+    )  # inside the current directory both are plain relative paths
+
+
+def test_login_name_in_paths_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USER", "dana")
+    text = "ws /tmp/pytest-of-dana/pytest-3/ws and /srv/dana/x; dana wrote danahost/a and --x=/opt/dana"
+    out, ledger = sanitize_with_ledger(text, "x")
+    expected = "ws <tmp>/pytest-of-<user>/pytest-3/ws and /srv/<user>/x; dana wrote danahost/a"
+    assert out == expected + " and --x=/opt/<user>"
+    assert {e.rule for e in ledger} == {"host-path-tmp", "host-user"}
+    assert sanitize_text(out) == out
+    monkeypatch.setenv("USER", "ab")  # too short to tell from ordinary path segments
+    assert sanitize_text("/srv/ab/x") == "/srv/ab/x"
+
+
+def test_sanitize_argv_keeps_commands_replayable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "worldforge",
+        "eval",
+        "--classifier",
+        f"{tmp_path}/clf",
+        "--program",
+        f"{tmp_path}/",
+        "--x=/tmp/a",
+    ]
+    assert sanitize_argv(argv) == [
+        "worldforge",
+        "eval",
+        "--classifier",
+        "clf",
+        "--program",
+        ".",
+        "--x=<tmp>/a",
+    ]
+    assert sanitize_argv(["--token", "ghp_" + "a1" * 20]) == ["--token", REDACTED]
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,34 @@ def _typed_options(
     return options
 
 
+#: Suite options whose values may be local paths (a classifier checkpoint, prompt-program folders).
+PATH_OPTIONS = ("classifier", "programs")
+
+
+def _cwd_relative_paths(options: dict[str, Any]) -> dict[str, Any]:
+    """Absolute path options naming something inside the current directory, made relative to it.
+
+    The options are part of the input digest and come back as flags in the failure gallery's rerun
+    command, which is recorded relative to the current directory (the sanitizer strips it). Passing
+    the relative form to the suite as well means the rerun reproduces the input digest, and a report
+    does not depend on whether ``--classifier`` was typed as ``model`` or ``$PWD/model``.
+    """
+    from worldforge.workspace.layout import cwd_relative
+
+    def relative(value: Any) -> Any:
+        if isinstance(value, str) and Path(value).is_absolute() and Path(value).exists():
+            return cwd_relative(value) or value
+        return value
+
+    out = dict(options)
+    for key in PATH_OPTIONS:
+        if isinstance(out.get(key), list):
+            out[key] = [relative(v) for v in out[key]]
+        elif key in out:
+            out[key] = relative(out[key])
+    return out
+
+
 def _default_workspace() -> Path | None:
     try:
         from worldforge.config import default_run_workspace
@@ -165,9 +193,10 @@ def eval_command(
         if fmt not in FORMATS:
             raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}.")
         providers = list(provider or ["mock"])
-        options = _typed_options(
+        typed = _typed_options(
             program, trials, characters, classifier, workers, diversity_vector, ollama_host, seed
         )
+        options = _cwd_relative_paths(typed)
         evaluation = EvaluationSuite.from_reference(suite, options or None)
         manifests = [str(p) for p in dataset_manifest or []]
         workspace = run_workspace if run_workspace is not None else _default_workspace()

@@ -328,6 +328,35 @@ def _run_stage(
     return [{"stage": name, "result": report}]
 
 
+def _source_relative_logs(reports: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
+    """Stage reports with ``log`` relative to the competition folder (``logs/<stage>_log_<stamp>.txt``).
+
+    Stage libraries return the log as the absolute path they wrote, which would put the host's
+    directory layout into stdout and the run record; relative to ``--source`` it names the same file
+    wherever the folder lives.
+    """
+    base = source.resolve()
+    out: list[dict[str, Any]] = []
+    for report in reports:
+        log = report.get("log")
+        if isinstance(log, str) and log:
+            try:
+                log = Path(log).resolve().relative_to(base).as_posix()
+            except ValueError:
+                from worldforge.workspace.layout import portable_path
+
+                log = portable_path(log)
+            report = {**report, "log": log}
+        out.append(report)
+    return out
+
+
+def _digested_stages(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stage reports without ``log``: its file name carries the wall-clock time the stage started,
+    and timestamps must stay out of the result digest (identical stages, identical digests)."""
+    return [{k: v for k, v in report.items() if k != "log"} for report in reports]
+
+
 def _names(option: str, values: list[str] | None) -> list[str] | None:
     """``--option a,b --option c`` -> ``["a", "b", "c"]``; ``None`` when the option was not given."""
     from worldforge.core.errors import WorldForgeError
@@ -446,7 +475,7 @@ def stage_cmd(
                 for name in plan:
                     if run is not None:
                         run.emit("stage.started", {"stage": name})
-                    reports = _run_stage(name, source, opts, progress)
+                    reports = _source_relative_logs(_run_stage(name, source, opts, progress), source)
                     results.extend(reports)
                     if run is not None:
                         run.emit("stage.finished", {"stage": name})
@@ -454,12 +483,13 @@ def stage_cmd(
                 outputs = _stage_outputs(source)
                 for rel, digest in outputs.items():
                     run.record_item(rel, digest, {"path": rel, "digest": digest})
-                run.complete({"stages": results, "outputs": outputs})
+                run.write_artifact("reports/report.json", json.dumps(results, indent=2, default=str) + "\n")
+                run.complete({"stages": _digested_stages(results), "outputs": outputs})
             for rep in results:
                 if "succeeded" in rep:
                     print(
                         f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
-                        + (f" (log: {rep['log']})" if rep.get("log") else ""),
+                        + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
                         file=sys.stderr,
                     )
             _write_stdout(json.dumps(results, indent=2, default=str) + "\n")

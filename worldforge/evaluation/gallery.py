@@ -3,7 +3,8 @@
 One gallery per report (the report JSON and ``failure_gallery.json`` carry the same cases). Each
 case's metrics preview goes through the project's sanitizer (``metrics_preview``): secret-shaped
 values are redacted, signed URL queries stripped, host-local paths replaced and tensor-like arrays
-summarised. Raw metrics never enter the gallery.
+summarised. Raw metrics never enter the gallery, and rerun commands are sanitized the same way
+(relative to the directory the evaluation ran in).
 """
 
 from __future__ import annotations
@@ -43,13 +44,21 @@ def options_to_cli_args(options: Mapping[str, Any]) -> list[str]:
 
 def rerun_command(cli_ref: str | None, provider: str, options: Mapping[str, Any] | None = None) -> str | None:
     """A shell-quoted ``worldforge eval`` command that reruns one provider, or None when the suite
-    is only reachable in-process."""
+    is only reachable in-process.
+
+    The suite reference and option values (``--classifier DIR``, ``--program DIR``, a ``path.py:attr``
+    suite) go through the sanitizer like the run manifest's argv: paths under the directory the
+    evaluation ran in become relative, so the command still works from there, and no host path
+    reaches the gallery.
+    """
     if not cli_ref:
         return None
+    from worldforge.evidence.sanitize import sanitize_argv
+
     argv = ["worldforge", "eval", "--suite", cli_ref, "--provider", provider]
     argv += options_to_cli_args(options or {})
     argv += ["--format", "json"]
-    return shlex.join(argv)
+    return shlex.join(sanitize_argv(argv))
 
 
 def _preview(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +88,10 @@ def build_cases(
     for result in failed:
         command = rerun_command(cli_ref, result.provider, options)
         if command:
-            rerun = f"Rerun `{command}` in a clean checkout and compare the digests."
+            rerun = (
+                f"Rerun `{command}` from the directory the evaluation ran in (its paths are relative "
+                "to it) and compare the digests."
+            )
         else:
             rerun = (
                 f"Suite '{result.suite_id}' is registered in-process only: rerun the Python code that "

@@ -4,7 +4,8 @@ The envelope lets a reviewer map a cited number back to the package version, sui
 inputs and results without console logs. ``input_digest``/``result_digest`` are computed with the
 project's one digest recipe (canonical JSON, RFC 8785) over payloads that exclude timestamps and
 durations, so two identical runs have identical digests; ``created_at`` and ``event_count`` stay
-outside the digests.
+outside the digests. ``command`` is recorded like the run manifest's argv: paths relative to the
+directory the command ran in, other host locations as placeholders, secrets redacted.
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ def _strings(value: Any, name: str) -> list[str]:
         if not isinstance(item, str) or not item:
             raise WorldForgeError(f"provenance.{name}[{index}]: must be a non-empty string.")
     return list(value)
+
+
+def _portable_command(argv: list[str]) -> list[str]:
+    """The command as the run manifest records it (see ``sanitize_argv``).
+
+    Reports are shared: the raw argv would carry ``--run-workspace /tmp/...`` or a home-directory
+    classifier path into every report format. Sanitizing here, where every envelope is built, covers
+    the CLI, library callers and reports loaded back with :meth:`ProvenanceEnvelope.from_dict`.
+    """
+    from worldforge.evidence.sanitize import sanitize_argv
+
+    return sanitize_argv(argv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +92,7 @@ class ProvenanceEnvelope:
         for name in ("input_digest", "result_digest"):
             if not is_digest(getattr(self, name)):
                 raise WorldForgeError(f"provenance.{name}: expected 'sha256:<64 hex>'.")
-        object.__setattr__(self, "command", _strings(self.command, "command"))
+        object.__setattr__(self, "command", _portable_command(_strings(self.command, "command")))
         object.__setattr__(self, "providers", _strings(self.providers, "providers"))
         object.__setattr__(self, "capabilities", _strings(self.capabilities, "capabilities"))
         if not isinstance(self.runtime_manifests, dict):

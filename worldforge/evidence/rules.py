@@ -463,8 +463,10 @@ SENSITIVE_KEYWORDS = (
 
 
 def rule_ids() -> list[str]:
-    """Every rule id a ledger can contain (including the two dynamic ones)."""
-    ids = {rule.id for rule in RULES} | {"env-secret-value", "host-path-cwd"}
+    """Every rule id a ledger can contain (including the dynamic ones: environment secrets, the
+    current directory, the source checkout, the virtual environment and the login name)."""
+    dynamic = {"env-secret-value", "host-path-cwd", "host-path-repo", "host-path-venv", "host-user"}
+    ids = {rule.id for rule in RULES} | dynamic
     return sorted(ids)
 
 

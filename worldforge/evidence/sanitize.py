@@ -17,6 +17,12 @@ Design choices, and why:
   line (in the sanitized text) and count only.
 * **Layout.** The rule table lives in :mod:`worldforge.evidence.rules`, failure-gallery previews in
   :mod:`worldforge.evidence.preview`; this module applies the rules and is the public entry point.
+* **Host locations are known, not guessed.** Besides the fixed ``/home``, ``/tmp`` … patterns, the
+  current directory (stripped, so paths become relative and commands stay replayable from there),
+  ``$HOME`` (``<home>``), the source checkout this package runs from (``<repo>``) and the active
+  virtual environment (``<venv>``) are matched by prefix: running from outside the checkout must
+  not leak ``/srv/ci/worldforge/tests/...`` just because it matches no generic pattern. The login
+  name left in a path after that (``<tmp>/pytest-of-dana/...``) becomes ``<user>``.
 * **Structure-aware allowlist.** The project's own ``sha256:<hex>`` digests, run ids and version
   strings never match any rule (no generic entropy detector is used), and a sensitive-looking key
   whose value is a digest, number, boolean or placeholder is left alone.
@@ -28,6 +34,8 @@ import bisect
 import functools
 import os
 import re
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +68,32 @@ def _env_secret_values(snapshot: tuple[tuple[Any, Any], ...]) -> tuple[str, ...]
     return tuple(sorted(values, key=len, reverse=True))
 
 
+#: Placeholder -> ledger rule id of the dynamic host-location prefixes ("" = the current directory).
+_PREFIX_RULES = {
+    "": "host-path-cwd",
+    "<home>": "host-path-home",
+    "<repo>": "host-path-repo",
+    "<venv>": "host-path-venv",
+}
+
+
+def _inside(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
 @functools.lru_cache(maxsize=8)
-def _local_prefixes(cwd: str, home: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+def _local_prefixes(
+    cwd: str, home: str, repo: str = "", venv: str = ""
+) -> tuple[tuple[re.Pattern[str], str], ...]:
+    cwd_forms = {c.rstrip("/") for c in (cwd, os.path.realpath(cwd)) if cwd and c.rstrip("/")}
     prefixes: list[tuple[str, str]] = []
-    for raw, placeholder in ((cwd, ""), (home, "<home>")):
+    for raw, placeholder in ((cwd, ""), (home, "<home>"), (repo, "<repo>"), (venv, "<venv>")):
         if not raw:
             continue
         for candidate in {raw, os.path.realpath(raw)}:
             candidate = candidate.rstrip("/")
+            if placeholder in ("<repo>", "<venv>") and any(_inside(candidate, c) for c in cwd_forms):
+                continue  # already relative to the current directory, which keeps commands replayable
             if candidate.count("/") >= 2 or (candidate.count("/") == 1 and len(candidate) > 5):
                 prefixes.append((candidate, placeholder))
     prefixes.sort(key=lambda item: len(item[0]), reverse=True)
@@ -78,13 +104,53 @@ def _local_prefixes(cwd: str, home: str) -> tuple[tuple[re.Pattern[str], str], .
     return tuple(compiled)
 
 
+@functools.lru_cache(maxsize=1)
+def _install_locations() -> tuple[str, str]:
+    """(source checkout, virtual environment) this process runs from; ``""`` when there is none.
+
+    The checkout is the directory holding the ``worldforge`` package when it has a ``pyproject.toml``
+    or ``.git`` (an editable or in-place install); the environment is ``sys.prefix`` inside a venv.
+    """
+    root = Path(__file__).resolve().parents[2]
+    repo = str(root) if (root / "pyproject.toml").is_file() or (root / ".git").exists() else ""
+    venv = sys.prefix if sys.prefix != sys.base_prefix else ""
+    return repo, venv
+
+
+def _login_name() -> str:
+    """The current login name (``$USER``/``$LOGNAME``, else the password database), or ``""``."""
+    name = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
+    if not name:
+        try:
+            import pwd
+
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError, OSError):
+            return ""
+    return name
+
+
+@functools.lru_cache(maxsize=8)
+def _login_pattern(name: str) -> re.Pattern[str]:
+    # A whole path segment, or the part after a ``-`` (``/tmp/pytest-of-<name>/``), ending the segment.
+    return re.compile(r"(?<=[/\-])" + re.escape(name) + r"(?=/|[^\w.\-/]|$)")
+
+
+def _login_in_path(match: re.Match[str]) -> str | None:
+    """Replace the login name only inside a path-like token, so prose that uses the word survives."""
+    text, start, end = match.string, match.start(), match.end()
+    left = max(text.rfind(c, 0, start) for c in " \t\n\"'`") + 1
+    right = min((i for i in (text.find(c, end) for c in " \t\n\"'`") if i >= 0), default=len(text))
+    return "<user>" if "/" in text[left:right] else None
+
+
 def _current_prefixes() -> tuple[tuple[re.Pattern[str], str], ...]:
     try:
         cwd = os.getcwd()
     except OSError:
         cwd = ""
     home = os.environ.get("HOME") or str(Path.home())
-    return _local_prefixes(cwd, home)
+    return _local_prefixes(cwd, home, *_install_locations())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,8 +240,7 @@ def _sanitize(text: str, ledger: _Ledger | None) -> str:
                     return placeholder
                 return "" if match.groupdict().get("slash") else "."
 
-            rule_id = "host-path-cwd" if placeholder == "" else "host-path-home"
-            text = _apply(rule_id, pattern, repl, text, ledger)
+            text = _apply(_PREFIX_RULES[placeholder], pattern, repl, text, ledger)
     lowered = text.lower()
     for rule in RULES:
         if rule.id == "sensitive-key" and not any(k in lowered for k in SENSITIVE_KEYWORDS):
@@ -185,6 +250,9 @@ def _sanitize(text: str, ledger: _Ledger | None) -> str:
             if new is not text:
                 text = new
                 lowered = text.lower()
+    login = _login_name()
+    if len(login) >= 3 and login in text and "/" in text:  # after <home>/<tmp>, which may absorb it
+        text = _apply("host-user", _login_pattern(login), _login_in_path, text, ledger)
     return text
 
 
@@ -222,6 +290,23 @@ def sanitize_value(value: Any, key: str | None = None) -> Any:
     return value
 
 
+def sanitize_argv(argv: Iterable[object]) -> list[str]:
+    """A command line safe to record and still worth replaying.
+
+    Run manifests, report provenance and failure-gallery rerun commands all record commands through
+    this one function, so they agree: paths under the current directory become relative (the command
+    replays from the directory it was started in), other host locations become placeholders and
+    secret-shaped arguments are redacted. An argument that was exactly the current directory
+    becomes ``.`` rather than an empty string, which a shell would drop.
+    """
+    out: list[str] = []
+    for arg in argv:
+        raw = str(arg)
+        clean = str(sanitize_value(raw))
+        out.append("." if raw and not clean else clean)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -236,6 +321,7 @@ __all__ = [
     "is_sensitive_key",
     "metrics_preview",
     "rule_ids",
+    "sanitize_argv",
     "sanitize_text",
     "sanitize_value",
     "sanitize_with_ledger",

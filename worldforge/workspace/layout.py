@@ -28,13 +28,19 @@ _RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR}
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def cwd_relative(path: str | Path) -> str | None:
+    """``path`` relative to the current directory (``.`` for the directory itself), or ``None`` when
+    it lies elsewhere. Lossless, so a command given the result still finds the same file."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return None
+
+
 def portable_path(path: str | Path) -> str:
     """A path safe to record: relative to the current directory when inside it, else ``<external>/name``."""
-    resolved = Path(path).resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return f"<external>/{resolved.name}"
+    relative = cwd_relative(path)
+    return relative if relative is not None else f"<external>/{Path(path).resolve().name}"
 
 
 def safe_relpath(relpath: str) -> str:
@@ -133,6 +139,7 @@ __all__ = [
     "STATUSES",
     "RunLock",
     "compute_input_digest",
+    "cwd_relative",
     "dataset_ref_digest",
     "item_filename",
     "items_digest",

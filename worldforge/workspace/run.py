@@ -66,6 +66,12 @@ def _sanitize(value: Any) -> Any:
     return sanitize_value(value)
 
 
+def _sanitize_argv(argv: list[str]) -> list[str]:
+    from worldforge.evidence.sanitize import sanitize_argv
+
+    return sanitize_argv(argv)
+
+
 class Run:
     """A run being written. Obtain one from :func:`start_run`; see the module docstring."""
 
@@ -322,7 +328,7 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
     run_id, run_dir = create_run_dir(workspace / "runs")
     lock = RunLock(run_dir)
     env = environment_summary()
-    clean_argv = [str(a) for a in _sanitize(list(argv))]
+    clean_argv = _sanitize_argv(list(argv))
     created = run_id_time(run_id)
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -404,7 +410,7 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
             "previous_status": previous_status,
             "reused_items": len(run._items),
             "repaired_bytes": run.log.repaired_bytes,
-            "argv": [str(a) for a in _sanitize(list(argv))],
+            "argv": _sanitize_argv(list(argv)),
         },
     )
     run._write_manifest()
