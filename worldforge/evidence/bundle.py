@@ -6,10 +6,13 @@ A bundle is a directory (optionally also a zip) with:
   in one log line no longer costs the whole log); binaries, oversize files and local-only files
   (``.lock``, ``.local/``) are excluded with a reason and still listed with their digest;
 * ``dataset-manifests/…`` — copies of repository dataset manifests the runs cite;
+* ``inputs/…`` and ``budgets/…`` — the input fixtures the runs read (when unchanged since the run)
+  and each benchmark run's preset and budget (see :mod:`worldforge.evidence.inputs`);
 * ``summary.md`` (and ``issue.md`` for a single-run issue bundle);
 * ``evidence_manifest.json`` — every file with source and bundled sha256, size, included,
-  safe_to_attach and reason, the redaction ledger (rule, file, line, count — never the secret), and
-  a ``bundle_digest`` over the included files.
+  safe_to_attach and reason, the redaction ledger (rule, file, line, count — never the secret),
+  ``fixture_digests`` (every recorded input file of every run: name, path, sha256, size, and where
+  the bundle holds it), and a ``bundle_digest`` over the included files.
 
 Bundles contain no wall-clock time: the only date is the newest run's ``updated_at``, which is also
 the zip member mtime, so bundling the same runs twice yields byte-identical zips.
@@ -32,6 +35,7 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
 from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, RESULT_PATH
 from worldforge.workspace.store import effective_status, load_manifest, resolve_run_dir
@@ -111,6 +115,24 @@ class _Builder:
         self.files.append(record)
         return out
 
+    def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
+        """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
+        self.files.append(
+            {
+                "path": bundle_path,
+                "source": source,
+                "kind": kind,
+                "source_sha256": digest_bytes(data),
+                "source_size": len(data),
+                "included": False,
+                "safe_to_attach": False,
+                "sha256": None,
+                "size": None,
+                "redaction_count": 0,
+                "reason": reason,
+            }
+        )
+
 
 def _result_payload(run_dir: Path) -> Any:
     try:
@@ -182,6 +204,7 @@ def _summary_md(
     files: list[dict[str, Any]],
     redactions: list[dict[str, Any]],
     source_date: str | None,
+    fixture_digests: list[dict[str, Any]] | None = None,
 ) -> str:
     lines = ["# WorldForge Evidence Bundle", ""]
     lines += [
@@ -219,6 +242,20 @@ def _summary_md(
             f"| `{record['path']}` | {str(record['included']).lower()} | "
             f"{str(record['safe_to_attach']).lower()} | `{digest}` | {record['reason']} |"
         )
+    if fixture_digests:
+        lines += [
+            "",
+            "## Fixture digests",
+            "",
+            "| Run | Input | Path | SHA-256 | In bundle |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for fixture in fixture_digests:
+            lines.append(
+                f"| `{fixture['run_id']}` | {sanitize_text(str(fixture['name']))} | "
+                f"`{sanitize_text(str(fixture['path']))}` | `{fixture['sha256']}` | "
+                f"{'`' + fixture['bundled_as'] + '`' if fixture['bundled_as'] else 'no'} |"
+            )
     rules: dict[str, int] = {}
     for entry in redactions:
         rules[entry["rule"]] = rules.get(entry["rule"], 0) + entry["count"]
@@ -268,8 +305,8 @@ def _issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list
         f"- safe_to_attach: `true` for the {included} included files: they were sanitized in place "
         f"({redaction_total} redactions; the ledger in `evidence_manifest.json` lists rule, file and line, "
         "never the secret).",
-        f"- {excluded} file(s) were excluded (binary, oversize or local-only); each stays listed in "
-        "`evidence_manifest.json` with its reason and source digest.",
+        f"- {excluded} file(s) were excluded (binary, oversize, local-only or changed since the run); "
+        "each stays listed in `evidence_manifest.json` with its reason and source digest.",
         "- Check the bundle offline with `worldforge runs verify <bundle-dir-or-zip>` before attaching.",
         "",
         "### First triage step",
@@ -310,6 +347,8 @@ def build_bundle(
     manifests: list[dict[str, Any]] = []
     stories: list[dict[str, Any]] = []
     copied_datasets: set[str] = set()
+    claimed_inputs: dict[str, str | None] = {}
+    fixture_digests: list[dict[str, Any]] = []
     for run_dir in run_dirs:
         manifest = load_manifest(run_dir)
         manifests.append(manifest)
@@ -339,25 +378,24 @@ def build_bundle(
             copied_datasets.add(rel_path)
             data = found[0].read_bytes()
             if ref.get("sha256") not in (None, digest_bytes(data)):
-                builder.files.append(
-                    {
-                        "path": f"dataset-manifests/{rel_path}",
-                        "source": rel_path,
-                        "kind": "dataset-manifest",
-                        "source_sha256": digest_bytes(data),
-                        "source_size": len(data),
-                        "included": False,
-                        "safe_to_attach": False,
-                        "sha256": None,
-                        "size": None,
-                        "redaction_count": 0,
-                        "reason": f"excluded: the manifest changed since the run cited {ref.get('sha256')}",
-                    }
+                builder.add_excluded(
+                    f"dataset-manifests/{rel_path}",
+                    rel_path,
+                    "dataset-manifest",
+                    data,
+                    f"excluded: the manifest changed since the run cited {ref.get('sha256')}",
                 )
                 continue
             builder.add_bytes(f"dataset-manifests/{rel_path}", rel_path, "dataset-manifest", data)
+        digests, copies = run_inputs(manifest, claimed_inputs)
+        fixture_digests.extend(digests)
+        for copy in copies:
+            if copy.reason is None:
+                builder.add_bytes(copy.bundle_path, copy.source, copy.kind, copy.data)
+            else:
+                builder.add_excluded(copy.bundle_path, copy.source, copy.kind, copy.data, copy.reason)
     source_date = _source_date(manifests)
-    summary = _summary_md(stories, builder.files, builder.redactions, source_date)
+    summary = _summary_md(stories, builder.files, builder.redactions, source_date, fixture_digests)
     generated = [("summary.md", summary)]
     if issue:
         generated.append(("issue.md", _issue_md(stories[0], builder.files, builder.redactions)))
@@ -390,6 +428,7 @@ def build_bundle(
         "runs": stories,
         "files": files,
         "redactions": sorted(builder.redactions, key=lambda r: (r["file"], r["line"], r["rule"])),
+        "fixture_digests": fixture_digests,
         "included_count": len(included),
         "excluded_count": len(files) - len(included),
         "redaction_count": sum(r["count"] for r in builder.redactions),
