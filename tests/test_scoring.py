@@ -180,7 +180,14 @@ def test_ranking_tie_break_shortest_prompt_then_co_winners() -> None:
     unknown = rank_programs(scores)  # no prompt lengths: the tie cannot be broken
     assert unknown.decided_by == "co-winners"
     clear = rank_programs([("a", 3.0), ("b", 1.0), ("zero_shot", 4.0)], baselines=["zero_shot"])
-    assert clear.winners == ("a",) and clear.decided_by == "score" and clear.beats_zero_shot is False
+    # The policy: the leader must overcome the zero-shot baseline to be declared the winner.
+    assert clear.leaders == ("a",) and clear.beats_zero_shot is False
+    assert clear.winners == () and clear.decided_by == "below-zero-shot"
+    assert clear.to_dict(EX)["leaders"] == ["a"]
+    equal = rank_programs([("a", 4.0), ("zero_shot", 4.0)], baselines=["zero_shot"])
+    assert equal.winners == () and equal.beats_zero_shot is False  # a tie does not overcome it
+    alone = rank_programs([("a", 4.0), ("b", 1.0)])  # no zero-shot baseline: nothing to check
+    assert alone.winners == ("a",) and alone.beats_zero_shot is None
 
 
 def test_combine_models_sums_prompt_scores_and_normalizes() -> None:

@@ -135,7 +135,7 @@ def build_sections(
                 }
             )
     winner_line = {
-        "winners": ", ".join(scores.winners) or "none",
+        "winners": _winners_text(scores.winners, getattr(scores.ranking, "leaders", ())),
         "decided_by": base.get("decided_by"),
         "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
         "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
@@ -293,3 +293,12 @@ def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
 
 
 __all__ = ["build_sections", "official_artifacts", "result_rows"]
+
+
+def _winners_text(winners: Sequence[str], leaders: Sequence[str]) -> str:
+    """The policy declares a winner only above the zero-shot baseline: say so when none is."""
+    if winners:
+        return ", ".join(winners)
+    if leaders:
+        return f"none (top program {', '.join(leaders)} does not overcome the zero-shot baseline)"
+    return "none"

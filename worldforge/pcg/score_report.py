@@ -177,7 +177,14 @@ def report_markdown(payload: Mapping[str, Any]) -> str:
             f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
         )
     r = payload["ranking"]
-    lines += ["", f"Winner(s): {', '.join(r['winners']) or '-'} (decided by {r['decided_by']})."]
+    if r["winners"] or not r.get("leaders"):
+        lines += ["", f"Winner(s): {', '.join(r['winners']) or '-'} (decided by {r['decided_by']})."]
+    else:
+        lines += [
+            "",
+            f"Winner(s): none: the top program ({', '.join(r['leaders'])}) does not overcome "
+            "the zero-shot baseline.",
+        ]
     if r["zero_shot_baseline"] is not None:
         lines.append(
             f"Beats the zero-shot baseline `{r['zero_shot_baseline']}`: {r['winner_beats_zero_shot']}."

@@ -353,9 +353,12 @@ class RankEntry:
 class Ranking:
     entries: tuple[RankEntry, ...]
     winners: tuple[str, ...]
-    decided_by: str  # "score", "shortest-prompt", "co-winners" or "none"
+    decided_by: str  # "score", "shortest-prompt", "co-winners", "below-zero-shot" or "none"
     zero_shot: str | None
     beats_zero_shot: bool | None
+    #: The top-ranked program(s) whether or not they overcome the zero-shot baseline; ``winners``
+    #: is empty when they do not (the ranking policy declares no winner then).
+    leaders: tuple[str, ...] = ()
 
     def to_dict(self, ar: Arithmetic) -> dict[str, Any]:
         return {
@@ -370,6 +373,7 @@ class Ranking:
                 for e in self.entries
             ],
             "winners": list(self.winners),
+            "leaders": list(self.leaders),
             "decided_by": self.decided_by,
             "zero_shot_baseline": self.zero_shot,
             "winner_beats_zero_shot": self.beats_zero_shot,
@@ -388,7 +392,10 @@ def rank_programs(
 
     A program ranks ahead of another when its score is higher, or equal with a known and shorter
     prompt. Programs that are equal on both share a rank (co-winners at the top). Baselines get no
-    rank. ``beats_zero_shot`` compares the winners' score with the zero-shot baseline's.
+    rank. ``beats_zero_shot`` compares the leaders' score with the zero-shot baseline's; the policy
+    declares a winner only when the leader overcomes that baseline (strictly higher score), so
+    ``winners`` is empty (``decided_by == "below-zero-shot"``) when it does not. Without a zero-shot
+    baseline in the cohort the check cannot be made and the leaders are the winners.
     """
     lengths = dict(prompt_lengths or {})
     base = set(baselines) if baselines is not None else {n for n, _ in scores if is_baseline_name(n)}
@@ -406,16 +413,19 @@ def rank_programs(
     order = sorted(scores, key=lambda s: (s[0] in base, ranks.get(s[0], 0)))
     order.sort(key=lambda s: s[1], reverse=True)
     entries = tuple(RankEntry(n, sc, lengths.get(n), n in base, ranks.get(n)) for n, sc in order)
-    winners = tuple(n for n, _ in competitors if ranks[n] == 1)
-    if not winners:
+    leaders = tuple(n for n, _ in competitors if ranks[n] == 1)
+    if not leaders:
         decided = "none"
     else:
-        top = [s for s in competitors if s[1] == dict(competitors)[winners[0]]]
-        decided = "score" if len(top) == 1 else ("co-winners" if len(winners) > 1 else "shortest-prompt")
+        top = [s for s in competitors if s[1] == dict(competitors)[leaders[0]]]
+        decided = "score" if len(top) == 1 else ("co-winners" if len(leaders) > 1 else "shortest-prompt")
     beats: bool | None = None
-    if winners and zs is not None and zs in dict(scores):
-        beats = bool(dict(scores)[winners[0]] > dict(scores)[zs])
-    return Ranking(entries, winners, decided, zs if zs in dict(scores) else None, beats)
+    if leaders and zs is not None and zs in dict(scores):
+        beats = bool(dict(scores)[leaders[0]] > dict(scores)[zs])
+    winners = leaders
+    if beats is False:
+        winners, decided = (), "below-zero-shot"
+    return Ranking(entries, winners, decided, zs if zs in dict(scores) else None, beats, leaders)
 
 
 def ranking_for(result: CompetitionScores, **options: Any) -> Ranking:
