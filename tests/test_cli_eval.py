@@ -75,24 +75,40 @@ def test_eval_markdown_default_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "hinted"),
     [
-        (["--suite", "nope"], "error: Unknown evaluation suite 'nope'. Known suites: physics, planning"),
-        (["--suite", "physics", "--provider", "ghost"], "error: Unknown provider 'ghost'"),
-        (["--suite", "physics", "--format", "pdf"], "error: --format: 'pdf' is not one of"),
+        (
+            ["--suite", "nope"],
+            "error: Unknown evaluation suite 'nope'. Known suites: physics, planning",
+            True,
+        ),
+        (["--suite", "physics", "--provider", "ghost"], "error: Unknown provider 'ghost'", True),
+        (["--suite", "physics", "--format", "pdf"], "error: --format: 'pdf' is not one of", False),
         (
             ["--suite", "planning", "--trials", "3"],
             "error: suite 'planning' takes no options; got option 'trials'",
+            True,
         ),
-        (["--suite", "physics", "--provider", "ollama"], "error: provider 'ollama' needs a model"),
+        (["--suite", "physics", "--provider", "ollama"], "error: provider 'ollama' needs a model", True),
+        (
+            ["--suite", "planning", "--dataset-manifest", "missing.json"],
+            "error: missing.json: dataset manifest not found.",
+            False,
+        ),
     ],
 )
-def test_bad_usage_exits_2_with_one_line_and_hint(args: list[str], message: str) -> None:
+def test_bad_usage_exits_2_with_one_line_and_a_fitting_hint(
+    args: list[str], message: str, hinted: bool
+) -> None:
+    """One error line; the "list suites/providers" hint only where it helps."""
     result = runner.invoke(app, ["eval", *args])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith(message)
-    assert lines[1].startswith("hint: ") and len(lines) == 2
+    if hinted:
+        assert lines[1].startswith("hint: list suites with") and len(lines) == 2
+    else:
+        assert len(lines) == 1
 
 
 def test_missing_capability_exits_2(tmp_path: Path) -> None:

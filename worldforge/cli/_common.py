@@ -36,17 +36,30 @@ def fail(message: str, *, code: int = 2, hint: str | None = None) -> typer.Exit:
     return typer.Exit(code)
 
 
+Hint = str | Callable[[str], str | None] | None
+
+
+def _hint_for(hint: Hint, message: str) -> str | None:
+    return hint(message) if callable(hint) else hint
+
+
 @contextmanager
-def cli_errors(hint: str | None = None) -> Iterator[None]:
-    """Map project exceptions to exit codes with a one-line sanitized message."""
+def cli_errors(hint: Hint = None) -> Iterator[None]:
+    """Map project exceptions to exit codes with a one-line sanitized message.
+
+    ``hint`` may be a function of the message, so a command only shows a hint that fits the error
+    (a missing file should not be answered with "list the suites").
+    """
     from worldforge.core.errors import WorldForgeException
 
     try:
         yield
     except WorldForgeException as exc:
-        raise fail(str(exc), code=exc.exit_code, hint=getattr(exc, "hint", None) or hint) from None
+        own = getattr(exc, "hint", None)
+        raise fail(str(exc), code=exc.exit_code, hint=own or _hint_for(hint, str(exc))) from None
     except FileNotFoundError as exc:
-        raise fail(f"{exc.filename}: file not found.", code=2, hint=hint) from None
+        message = f"{exc.filename}: file not found."
+        raise fail(message, code=2, hint=_hint_for(hint, message)) from None
 
 
 def handle_errors(func: F) -> F:

@@ -24,6 +24,14 @@ from worldforge.cli._common import cli_errors, fail
 
 FORMATS = ("markdown", "json", "csv", "html")
 EVAL_HINT = "list suites with `worldforge suites list` and providers with `worldforge providers list`."
+_HINT_WORDS = ("suite", "provider", "capabilit")
+
+
+def _eval_hint(message: str) -> str | None:
+    """The listing hint only for errors about suites, providers or capabilities."""
+    lowered = message.lower()
+    return EVAL_HINT if any(word in lowered for word in _HINT_WORDS) else None
+
 
 suites_app = typer.Typer(name="suites", help="Evaluation suites.", no_args_is_help=True, add_completion=False)
 providers_app = typer.Typer(name="providers", help="Providers.", no_args_is_help=True, add_completion=False)
@@ -184,7 +192,7 @@ def eval_command(
     seed: int | None = typer.Option(None, "--seed", help="science-birds: master seed."),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
-    with cli_errors(hint=EVAL_HINT):
+    with cli_errors(hint=_eval_hint):
         from worldforge.core.errors import GateFailure, WorldForgeError
         from worldforge.evaluation import EvaluationSuite
         from worldforge.forge import WorldForge
