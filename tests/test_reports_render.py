@@ -181,6 +181,8 @@ def test_markdown_has_provenance_tables_sections_and_escapes_pipes() -> None:
     assert markdown.startswith("# Evaluation Report\n")
     assert "Claim boundary: Claim " in markdown
     assert "## Provenance" in markdown and "- Input digest: `sha256:" in markdown
+    prov = report.to_dict()["provenance"]
+    assert f"- Kind: {prov['kind']}\n" in markdown and f"- Suite id: {prov['suite_id']}\n" in markdown
     assert "| provider | average_score | passed | scenarios |" in markdown
     assert "| mock | 0.2000 | 0/1 | 1 |" in markdown
     prose = re.sub(r"```.*?```", "", markdown, flags=re.S)

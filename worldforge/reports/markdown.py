@@ -53,6 +53,8 @@ def _provenance(prov: dict[str, Any]) -> list[str]:
     lines = ["## Provenance", ""]
     items: list[tuple[str, str]] = [
         ("Schema version", md_escape(prov.get("schema_version"))),
+        ("Kind", md_escape(prov.get("kind"))),
+        ("Suite id", md_escape(prov.get("suite_id"))),
         ("WorldForge version", md_escape(prov.get("worldforge_version"))),
         ("Suite version", md_escape(prov.get("suite_version"))),
         ("Created at", md_escape(prov.get("created_at"))),
