@@ -163,6 +163,16 @@ def _mutate(manifest: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]
         ("entries.1.id", "levels.csv", r"\$\.entries\[1\]\.id: duplicate entry id"),
         ("host_acquisition_steps", KeyError, r"\$\.entries\[5\]: host-asset needs acquisition_steps"),
         ("extra", 1, r"\$: Additional properties are not allowed \('extra'"),
+        (
+            "entries.5.asset_id",
+            "C:/Users/me/ckpt.bin",
+            r"\$\.entries\[5\]\.asset_id: must not contain host paths",
+        ),
+        (
+            "host_acquisition_steps.0",
+            "copy it from /home/alice/levels.zip",
+            r"\$\.host_acquisition_steps\[0\]: must not contain host paths or secrets \(host-path-home\)",
+        ),
     ],
 )
 def test_invalid_manifests_name_the_field(tmp_path: Path, dotted: str, value: Any, message: str) -> None:

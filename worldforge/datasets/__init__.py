@@ -91,6 +91,23 @@ def _check_uri(uri: str, where: str) -> None:
         )
 
 
+def _check_portable_text(text: str, where: str) -> None:
+    """Manifests travel in evidence bundles: host paths and secrets must not be written into them.
+
+    The project's sanitizer decides what counts (one set of rules everywhere); a field it would
+    redact is rejected here, naming the field and the rule.
+    """
+    from worldforge.evidence.sanitize import sanitize_with_ledger
+
+    _, found = sanitize_with_ledger(text, where)
+    if found:
+        rules = ", ".join(sorted({r.rule for r in found}))
+        raise WorldForgeError(
+            f"{where}: must not contain host paths or secrets ({rules}); describe where to get the "
+            "asset instead."
+        )
+
+
 def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | None = None) -> dict[str, Any]:
     """Validate a parsed manifest; raise :class:`WorldForgeError` naming ``source`` and the field path."""
     import jsonschema
@@ -107,6 +124,8 @@ def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | Non
             message = f"{error.instance!r} must be a non-empty string"
         raise WorldForgeError(f"{source}: {_json_path(error.absolute_path)}: {message}")
     assert isinstance(data, dict)
+    for i, step in enumerate(data.get("host_acquisition_steps") or []):
+        _check_portable_text(step, f"{source}: $.host_acquisition_steps[{i}]")
     seen: set[str] = set()
     for index, entry in enumerate(data["entries"]):
         where = f"{source}: $.entries[{index}]"
@@ -140,12 +159,14 @@ def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | Non
                     )
         elif kind == "remote-reference":
             _check_uri(entry["uri"], where)
-        elif kind == "host-asset" and not (
-            entry.get("acquisition_steps") or data.get("host_acquisition_steps")
-        ):
-            raise WorldForgeError(
-                f"{where}: host-asset needs acquisition_steps (or manifest host_acquisition_steps)."
-            )
+        elif kind == "host-asset":
+            if not (entry.get("acquisition_steps") or data.get("host_acquisition_steps")):
+                raise WorldForgeError(
+                    f"{where}: host-asset needs acquisition_steps (or manifest host_acquisition_steps)."
+                )
+            _check_portable_text(entry["asset_id"], f"{where}.asset_id")
+            for i, step in enumerate(entry.get("acquisition_steps") or []):
+                _check_portable_text(step, f"{where}.acquisition_steps[{i}]")
     return data
 
 
