@@ -154,3 +154,21 @@ def test_dataset_references_keeps_compact_refs_and_rejects_other_values(tmp_path
     assert dataset_references([str(example)])[0]["id"] == "mock-evaluation-fixtures"
     with pytest.raises(WorldForgeError, match="dataset manifest not found"):
         dataset_references([tmp_path / "missing.json"])
+
+
+def test_shipped_presets_are_package_data_found_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worldforge.benchmark.presets import list_presets, preset_dirs
+    from worldforge.pcg.programs import BUILTIN_PROGRAMS, builtin_program, builtin_programs_dir
+    from worldforge.presets import PRESETS_DIR, PROGRAMS_DIR
+
+    assert PRESETS_DIR == PACKAGE / "presets" and builtin_programs_dir() == PROGRAMS_DIR
+    monkeypatch.delenv("WORLDFORGE_PRESETS", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./presets here: only the package's own directory remains
+    assert preset_dirs() == [PRESETS_DIR]
+    assert [p["name"] for p in list_presets()] == ["mock-smoke", "pcg-pipeline"]
+    for name in BUILTIN_PROGRAMS:
+        assert builtin_program(name).source == PROGRAMS_DIR / name
+    # The checkout's documented top-level path is a link to the same files, not a second copy.
+    assert (PACKAGE.parent / "presets").resolve() == PRESETS_DIR

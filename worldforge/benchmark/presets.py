@@ -1,9 +1,11 @@
-"""Benchmark presets: YAML files under the top-level ``presets/`` directory (inputs + budget).
+"""Benchmark presets: YAML files naming a harness, its inputs and a budget.
 
 A preset names a harness (``providers`` — provider operations on the mock scene; ``pcg-pipeline`` —
 the Science Birds level pipeline), its inputs, iteration counts and a budget. Presets are looked up
-in ``$WORLDFORGE_PRESETS``, then ``./presets``, then the ``presets/`` directory of the source
-checkout; ``--preset`` also accepts a path to a YAML file. Unknown keys are errors that name the key.
+in ``$WORLDFORGE_PRESETS``, then ``./presets``, then the presets shipped in the package
+(:data:`worldforge.presets.PRESETS_DIR`, which a checkout's top-level ``presets`` links to), so an
+installed wheel lists the same presets as a checkout; ``--preset`` also accepts a path to a YAML
+file. Unknown keys are errors that name the key.
 """
 
 from __future__ import annotations
@@ -80,11 +82,14 @@ class Preset:
 
 
 def preset_dirs() -> list[Path]:
+    """Existing preset directories in lookup order (first wins on a name clash), duplicates dropped."""
+    from worldforge.presets import PRESETS_DIR
+
     dirs: list[Path] = []
     if os.environ.get(PRESETS_ENV):
         dirs.append(Path(os.environ[PRESETS_ENV]))
     dirs.append(Path("presets"))
-    dirs.append(Path(__file__).resolve().parents[2] / "presets")
+    dirs.append(PRESETS_DIR)
     seen: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in [s.resolve() for s in seen]:

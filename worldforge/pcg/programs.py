@@ -172,8 +172,10 @@ def load_program(path: str | Path, *, name: str | None = None, builtin: bool = F
 
 
 def builtin_programs_dir() -> Path:
-    """Where the shipped baselines live (``presets/programs`` at the project root)."""
-    return Path(__file__).resolve().parents[2] / "presets" / "programs"
+    """Where the shipped baselines live: package data, so a wheel install finds them too."""
+    from worldforge.presets import PROGRAMS_DIR
+
+    return PROGRAMS_DIR
 
 
 def builtin_program(name: str) -> PromptProgram:
