@@ -132,15 +132,16 @@ def test_resnet_embedding_is_the_pooled_head_input(tmp_path: Path) -> None:
     )
     processor.save_pretrained(tmp_path)
     clf = load_classifier(tmp_path)
-    assert clf._fast_size == (32, 32)
-    images = _images(2, size=128)  # 128 = 4 x 32: the integer box pre-reduction path
+    assert clf._table is not None and clf._table.size == (32, 32)
+    images = _images(2, size=128)  # goes through the processor shortcut, which is exact
     result = clf.classify(images)
     with torch.inference_mode():
         pixels = processor(images=images, return_tensors="pt")["pixel_values"]
         pooled = model.resnet(pixels).pooler_output.flatten(1)
         logits = model(pixel_values=pixels).logits
-    assert torch.allclose(torch.tensor(result.embeddings), pooled, atol=2e-2)
-    assert torch.allclose(torch.tensor(result.softmax), torch.softmax(logits, -1), atol=2e-2)
+    # Only the memory layout differs (channels-last, padded batch), so the floats agree closely.
+    assert torch.allclose(torch.tensor(result.embeddings), pooled, atol=1e-5)
+    assert torch.allclose(torch.tensor(result.softmax), torch.softmax(logits, -1), atol=1e-6)
 
 
 def test_offline_hub_id_fails_fast_with_one_line_hint(

@@ -12,13 +12,23 @@ Outputs per image: the 26-way softmax in A..Z order (the official script indexes
 the final LayerNorm (``hidden_states[-1][:, 0]``, as the 2025 diversity script stores it); for
 other architectures the pooled features that feed the classification head.
 
-torch and transformers are imported inside functions: ``import worldforge`` stays light.
+Input preparation: when the processor is a Pillow-backed ViT processor that resizes to a fixed size
+with a convolution filter and then only rescales/normalizes (the bundled checkpoint's does), images
+skip the processor and go through :mod:`worldforge.pcg.classifier_input` (in-place
+pixel reads, one horizontal resampling pass per distinct row, a PNG reader for None/Sub/Up PNGs)
+and a 256-entry table of the processor's own output per channel value. The result is bit for bit
+the processor's ``pixel_values``; that is checked once per input layout and size against the
+processor itself, and anything that does not match, or is not covered, goes through the processor.
+
+torch, transformers and numpy are imported inside functions: ``import worldforge`` stays light.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +44,10 @@ BUNDLED_ID = "worldforge/letter-classifier"
 BUNDLED_DIR = Path(__file__).resolve().parent / "assets" / "letter-classifier"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 _CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn", "vit_mae", "dinov3_vit"}
-_BOX = 4  # PIL.Image.Resampling.BOX
+# Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
+_TABLE_PROCESSORS = {"ViTImageProcessor", "ViTImageProcessorPil"}
+_CONVOLUTION_FILTERS = {1, 2, 3, 4, 5}  # Pillow LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING
+_READABLE_MODES = {"L", "RGB", "RGBA", "RGBX"}  # read in place; anything else is converted to RGB
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -234,6 +247,20 @@ def _hub_weights_digest(repo: str) -> str:
     raise WorldForgeError(f"classifier {repo}: loaded, but its weights file is not in the local cache.")
 
 
+@dataclass(frozen=True)
+class _TablePath:
+    """Processor shortcut: Pillow resize to ``size`` (w, h) with ``resample``, then ``table``.
+
+    ``table[c, v]`` is the processor's own output for value ``v`` in channel ``c`` after resizing;
+    ``uniform`` when the three channels' tables are equal (mean and std the same for all).
+    """
+
+    size: tuple[int, int]
+    resample: int
+    table: Any
+    uniform: bool
+
+
 class LetterClassifier:
     """A loaded model + processor with A..Z label validation, batching and embeddings."""
 
@@ -255,55 +282,219 @@ class LetterClassifier:
             import torch
 
             self.model.to(memory_format=torch.channels_last)
-        self._fast_size = self._box_resize_size()
+        self._table = self._table_path()
+        self._checked: dict[tuple[int, int, int], bool | None] = {}
+        self._check_lock = threading.Lock()
 
     @property
     def identity(self) -> dict[str, str]:
         """``{id, weights_digest}``: what every report names."""
         return {"id": self.id, "weights_digest": self.weights_digest}
 
-    def _box_resize_size(self) -> tuple[int, int] | None:
-        """Target (h, w) when the processor box-resizes to a fixed size (enables integer pre-reduction)."""
+    def _table_path(self) -> _TablePath | None:
+        """The processor shortcut when the processor config is one whose output it reproduces.
+
+        That is a Pillow-backed ViT processor resizing to a fixed height and width with a
+        convolution filter, without cropping or padding: after the resize its output depends on
+        each channel value alone (rescale, normalize), so a table built from the processor's own
+        output on every value 0..255 reproduces it. Anything else returns ``None``.
+        """
         p = self.processor
+        if type(p).__name__ not in _TABLE_PROCESSORS or getattr(p, "backend", "pil") != "pil":
+            return None
         size = getattr(p, "size", None)
         if isinstance(size, Mapping):
             height, width = size.get("height"), size.get("width")
         else:  # transformers 5 SizeDict
             height, width = getattr(size, "height", None), getattr(size, "width", None)
-        if not getattr(p, "do_resize", False) or getattr(p, "do_center_crop", False):
-            return None
         resample = getattr(p, "resample", None)
-        if resample is None or int(resample) != _BOX or not height or not width:
+        if not getattr(p, "do_resize", False) or any(
+            getattr(p, flag, False) for flag in ("do_center_crop", "do_pad")
+        ):
             return None
-        return int(height), int(width)
+        if not isinstance(resample, int) or resample not in _CONVOLUTION_FILTERS or not height or not width:
+            return None
+        table = self._value_table(int(width), int(height))
+        if table is None:
+            return None
+        uniform = bool((table == table[0]).all())
+        return _TablePath((int(width), int(height)), int(resample), table, uniform)
+
+    def _value_table(self, width: int, height: int) -> Any | None:
+        """``(3, 256)`` processor output per channel value, from target-size images (no resize).
+
+        ``None`` unless equal values give equal outputs wherever they occur, as a per-value
+        rescale/normalize must.
+        """
+        import numpy as np
+        from PIL import Image
+
+        per_image = width * height
+        count = -(-256 // per_image)
+        values = (np.arange(count * per_image) % 256).astype(np.uint8).reshape(count, height, width)
+        shifted = np.stack([values, values + np.uint8(85), values + np.uint8(170)], axis=-1)  # wraps
+        images = [Image.fromarray(np.ascontiguousarray(v)) for v in shifted]
+        try:
+            out = self.processor(images=images, return_tensors="np")["pixel_values"]
+        except Exception:  # noqa: BLE001 - any processor failure just means "no shortcut"
+            return None
+        if out.shape != (count, 3, height, width) or out.dtype != np.float32:
+            return None
+        got = np.moveaxis(out, 1, -1).reshape(-1, 3)
+        keys = shifted.reshape(-1, 3)
+        table = np.empty((3, 256), dtype=np.float32)
+        for c in range(3):
+            table[c, keys[:, c]] = got[:, c]
+            if not np.array_equal(table[c, keys[:, c]], got[:, c]):
+                return None
+        return table
+
+    def _shortcut_mode(self, channels: int, size: tuple[int, int]) -> bool | None:
+        """How the shortcut reproduces the processor for this layout and size (checked once).
+
+        ``True``: per distinct row (:func:`resize_rows` with ``split``), ``False``: one resize of
+        the whole image, ``None``: not at all, use the processor. Pillow chooses the order of its
+        two passes by shape, and only horizontal-first allows the split, so the check tries the
+        split first. Both are compared bit for bit with the processor on a seeded noise image of
+        that layout and size with runs of repeated rows (so the distinct-row path is exercised).
+        """
+        key = (channels, *size)
+        with self._check_lock:
+            if key not in self._checked:
+                self._checked[key] = self._compare_with_processor(channels, size)
+            return self._checked[key]
+
+    def _compare_with_processor(self, channels: int, size: tuple[int, int]) -> bool | None:
+        import numpy as np
+        from PIL import Image
+
+        from worldforge.pcg.classifier_input import rows_from_array, rows_from_image
+
+        width, height = size
+        rng = np.random.default_rng(20240422 + 7 * channels + width * 131 + height)
+        cases = []
+        for grey in (False, True) if channels > 1 else (False,):  # grey takes a one-channel pass
+            noise = rng.integers(0, 256, size=(height, width, channels), dtype=np.uint8)
+            if grey:
+                noise[:, :, 1] = noise[:, :, 2] = noise[:, :, 0]
+            repeat = np.flatnonzero(rng.random(height) < 0.7)
+            for row in repeat[repeat > 0]:
+                noise[row] = noise[row - 1]
+            # RGB comes only from PNG rows; L and RGBA images are read in place like the inputs.
+            image = Image.fromarray(np.ascontiguousarray(noise[:, :, 0]) if channels == 1 else noise)
+            rows = rows_from_array(noise) if channels == 3 else rows_from_image(image)
+            if rows is None or rows.channels != channels:
+                return None
+            theirs = self.processor(images=[image.convert("RGB")], return_tensors="np")["pixel_values"]
+            cases.append((rows, np.moveaxis(theirs[0], 0, -1)))
+        for split in (True, False):
+            if all(self._same(self._shortcut(rows, split), expected) for rows, expected in cases):
+                return split
+        return None
+
+    @staticmethod
+    def _same(mine: Any, theirs: Any) -> bool:
+        import numpy as np
+
+        if mine.ndim == 2:
+            mine = np.repeat(mine[:, :, None], 3, axis=2)
+        return bool(mine.dtype == theirs.dtype and np.array_equal(mine, theirs))
+
+    def _shortcut(self, rows: Any, split: bool) -> Any:
+        """float32 pixel values of ``rows`` via resize + value table: ``(h, w, 3)``, or ``(h, w)``
+        when all three channels hold the same values (a grey image and a uniform table)."""
+        import numpy as np
+
+        from worldforge.pcg.classifier_input import resize_rows
+
+        assert self._table is not None
+        table = self._table.table
+        resized = resize_rows(rows, self._table.size, self._table.resample, split=split)
+        if resized.ndim == 2 and self._table.uniform:
+            return np.take(table[0], resized)
+        out = np.empty((*resized.shape[:2], 3), dtype=np.float32)
+        for c in range(3):
+            out[:, :, c] = np.take(table[c], resized if resized.ndim == 2 else resized[:, :, c])
+        return out
 
     def _prepare(self, image: Any) -> Any:
-        """Open/convert one input to RGB; box-resize processors get an exact integer pre-reduction.
+        """One input as float32 pixel values (shortcut, see :meth:`_shortcut`) or as the RGB image
+        (or array) the processor gets.
 
-        A box filter over an integer factor equals block averaging, so reducing a 1024 px render by
-        16 before the processor's own 64 px box resize gives the same pixels (up to uint8 rounding)
-        in a fraction of the time.
+        Paths are read and PNG bytes decoded; images go to the processor as RGB, which is what
+        the processor's resize needs (Pillow premultiplies RGBA by alpha when resizing). The
+        shortcut applies when the processor config allows it and the check for the input's
+        layout and size passed; its result equals the processor's on the RGB image.
         """
         from PIL import Image
 
+        source = image
         if isinstance(image, (str, Path)):
             try:
-                with Image.open(image) as handle:
-                    image = handle.convert("RGB")
-            except (OSError, ValueError) as exc:
-                raise WorldForgeError(f"{image}: cannot read image ({exc}).") from exc
-        elif isinstance(image, (bytes, bytearray)):
-            import io
+                image = Path(image).read_bytes()
+            except OSError as exc:
+                raise WorldForgeError(f"{source}: cannot read image ({exc}).") from exc
+        if isinstance(image, (bytes, bytearray)):
+            if self._table is not None:
+                from worldforge.pcg.classifier_input import rows_from_png
 
-            image = Image.open(io.BytesIO(image)).convert("RGB")
-        elif getattr(image, "mode", "RGB") != "RGB":
+                values = self._shortcut_or_none(rows_from_png(image, max_pixels=Image.MAX_IMAGE_PIXELS))
+                if values is not None:
+                    return values
+            try:
+                image = Image.open(io.BytesIO(image))
+                image.load()
+            except (OSError, ValueError) as exc:
+                if isinstance(source, (str, Path)):
+                    raise WorldForgeError(f"{source}: cannot read image ({exc}).") from exc
+                raise
+        mode = getattr(image, "mode", None)
+        if mode is None:  # arrays and tensors go to the processor as they are
+            return image
+        if mode not in _READABLE_MODES:
             image = image.convert("RGB")
-        if self._fast_size is not None:
-            h, w = self._fast_size
-            fx, fy = image.width // w, image.height // h
-            if fx == fy and fx > 1 and image.width == w * fx and image.height == h * fy:
-                image = image.reduce(fx)
-        return image
+        if self._table is not None:
+            from worldforge.pcg.classifier_input import rows_from_image
+
+            values = self._shortcut_or_none(rows_from_image(image))
+            if values is not None:
+                return values
+        return image if image.mode == "RGB" else image.convert("RGB")
+
+    def _shortcut_or_none(self, rows: Any) -> Any | None:
+        """:meth:`_shortcut` of ``rows`` where the check allows it, else ``None``."""
+        if rows is None:
+            return None
+        split = self._shortcut_mode(rows.channels, rows.size)
+        return None if split is None else self._shortcut(rows, split)
+
+    def _pixel_values(self, prepared: list[Any], batch_size: int, torch: Any) -> Any:
+        """``(batch_size, 3, h, w)`` float32: prepared inputs, then zero padding.
+
+        Shortcut inputs are already pixel values; the rest go through the processor.
+        """
+        if self._table is None:
+            pixel_values = self.processor(images=prepared, return_tensors="pt")["pixel_values"]
+            real = int(pixel_values.shape[0])
+            if real < batch_size:
+                pad = pixel_values.new_zeros((batch_size - real, *pixel_values.shape[1:]))
+                pixel_values = torch.cat([pixel_values, pad])
+            return pixel_values
+        import numpy as np
+
+        width, height = self._table.size
+        batch = np.zeros((batch_size, height, width, 3), dtype=np.float32)
+        others = []
+        for i, item in enumerate(prepared):
+            if isinstance(item, np.ndarray):
+                batch[i] = item if item.ndim == 3 else item[:, :, None]
+            else:
+                others.append(i)
+        if others:
+            out = self.processor(images=[prepared[i] for i in others], return_tensors="np")["pixel_values"]
+            batch[others] = np.moveaxis(out, 1, -1)
+        # NHWC memory seen as NCHW is exactly the channels-last layout convolutions want.
+        return torch.from_numpy(batch).permute(0, 3, 1, 2)
 
     def classify(
         self, images: Sequence[Any], *, batch_size: int = 64, embedding: bool = True, workers: int = 1
@@ -333,16 +524,12 @@ class LetterClassifier:
                     pending = [pool.submit(self._prepare, i) for i in nxt]
                 else:
                     prepared = [self._prepare(i) for i in chunk]
-                inputs = self.processor(images=prepared, return_tensors="pt")
-                pixel_values = inputs["pixel_values"]
-                real = int(pixel_values.shape[0])
-                if real < batch_size:
-                    pad = pixel_values.new_zeros((batch_size - real, *pixel_values.shape[1:]))
-                    pixel_values = torch.cat([pixel_values, pad])
-                pixel_values = pixel_values.to(self.device)
+                pixel_values = self._pixel_values(prepared, batch_size, torch).to(self.device)
                 if self.channels_last:
                     pixel_values = pixel_values.contiguous(memory_format=torch.channels_last)
-                out.extend(self._forward(pixel_values, embedding, torch)[:real])
+                else:
+                    pixel_values = pixel_values.contiguous()
+                out.extend(self._forward(pixel_values, embedding, torch)[: len(prepared)])
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
