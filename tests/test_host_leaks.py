@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.checkpoints import tiny_vit
 from tests.hostleaks import ROOT, assert_no_host_leaks, host_markers, scan_text, scan_tree
 
 WORLDFORGE = [sys.executable, "-m", "worldforge"]
@@ -267,32 +268,10 @@ def test_demo_showcase_run_carries_no_host_paths(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- science-birds
 
 
-def _tiny_vit(folder: Path) -> Path:
-    """A 1-layer ViT with the A-Z labels: enough to exercise the measurement path in seconds."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    labels = {i: chr(65 + i) for i in range(26)}
-    config = transformers.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=26,
-        id2label=labels,
-        label2id={v: k for k, v in labels.items()},
-    )
-    transformers.ViTForImageClassification(config).save_pretrained(folder)
-    transformers.ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
-    return folder
-
-
 @pytest.mark.slow
 def test_science_birds_run_carries_no_host_paths_and_digest_ignores_workspace(tmp_path: Path) -> None:
     cwd, elsewhere = _dirs(tmp_path)
-    classifier = _tiny_vit(elsewhere / "clf")
+    classifier = tiny_vit(elsewhere / "clf")
     digests = set()
     for workspace in (elsewhere / "ws-a", elsewhere / "deeper" / "ws-b"):
         args = [

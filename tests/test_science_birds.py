@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.checkpoints import tiny_vit
 from worldforge.core.digests import digest_file, digest_payload, digest_text
 from worldforge.evaluation import EvaluationSuite
 from worldforge.evaluation.science_birds import SUITE_ID, evaluate
@@ -260,24 +261,7 @@ def test_bad_options_fail_before_any_call() -> None:
 
 def test_real_classifier_code_path_with_a_local_checkpoint(tmp_path: Path) -> None:
     """The suite drives ``pcg.classifier`` (Auto classes) on a tiny random ViT saved locally."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    labels = {i: chr(65 + i) for i in range(26)}
-    config = transformers.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=26,
-        id2label=labels,
-        label2id={v: k for k, v in labels.items()},
-    )
-    folder = tmp_path / "tiny-vit"
-    transformers.ViTForImageClassification(config).save_pretrained(folder)
-    transformers.ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    folder = tiny_vit(tmp_path / "tiny-vit")
     options = {**OPTIONS, "characters": "AB", "classifier": str(folder), "diversity_vector": "embedding"}
     forge = WorldForge()
     with start_run(tmp_path / "ws", kind="evaluation", argv=["test"], config=options) as run:

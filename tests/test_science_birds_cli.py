@@ -14,28 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.checkpoints import tiny_vit
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _tiny_vit(folder: Path) -> Path:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    labels = {i: chr(65 + i) for i in range(26)}
-    config = transformers.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=26,
-        id2label=labels,
-        label2id={v: k for k, v in labels.items()},
-    )
-    transformers.ViTForImageClassification(config).save_pretrained(folder)
-    transformers.ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
-    return folder
 
 
 def _cli(*args: str, cwd: Path) -> list[str]:
@@ -57,7 +38,7 @@ def _manifest(workspace: Path) -> tuple[Path, dict[str, Any]]:
 
 @pytest.mark.slow
 def test_cli_eval_writes_the_run_and_verifies(tmp_path: Path) -> None:
-    clf = _tiny_vit(tmp_path / "clf")
+    clf = tiny_vit(tmp_path / "clf")
     ws = tmp_path / "ws"
     args = _cli(
         "eval",
@@ -100,7 +81,7 @@ def test_cli_eval_writes_the_run_and_verifies(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_kill_then_runs_resume_matches_uninterrupted(tmp_path: Path) -> None:
-    clf = _tiny_vit(tmp_path / "clf")
+    clf = tiny_vit(tmp_path / "clf")
     common = [
         "--characters",
         "A-Z",
@@ -176,7 +157,7 @@ def test_full_mock_run_26_letters_10_trials(tmp_path: Path) -> None:
     from worldforge.pcg.classifier import BUNDLED_DIR
 
     bundled = (BUNDLED_DIR / "config.json").is_file()
-    extra = [] if bundled else ["--classifier", str(_tiny_vit(tmp_path / "clf"))]
+    extra = [] if bundled else ["--classifier", str(tiny_vit(tmp_path / "clf"))]
     ws = tmp_path / "ws"
     proc = _run(
         _cli(
