@@ -77,18 +77,7 @@ class _Builder:
     def add_bytes(
         self, bundle_path: str, source: str, kind: str, data: bytes, *, local_only: bool = False
     ) -> bytes | None:
-        record: dict[str, Any] = {
-            "path": bundle_path,
-            "source": source,
-            "kind": kind,
-            "source_sha256": digest_bytes(data),
-            "source_size": len(data),
-            "included": False,
-            "safe_to_attach": False,
-            "sha256": None,
-            "size": None,
-            "redaction_count": 0,
-        }
+        record = _not_included(bundle_path, source, kind, data)
         out: bytes | None = None
         if local_only:
             record["reason"] = "local-only: host invocation details and locks stay on this machine"
@@ -117,21 +106,23 @@ class _Builder:
 
     def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
         """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
-        self.files.append(
-            {
-                "path": bundle_path,
-                "source": source,
-                "kind": kind,
-                "source_sha256": digest_bytes(data),
-                "source_size": len(data),
-                "included": False,
-                "safe_to_attach": False,
-                "sha256": None,
-                "size": None,
-                "redaction_count": 0,
-                "reason": reason,
-            }
-        )
+        self.files.append({**_not_included(bundle_path, source, kind, data), "reason": reason})
+
+
+def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict[str, Any]:
+    """A file record before anything is attached: the source digest, nothing in the bundle yet."""
+    return {
+        "path": bundle_path,
+        "source": source,
+        "kind": kind,
+        "source_sha256": digest_bytes(data),
+        "source_size": len(data),
+        "included": False,
+        "safe_to_attach": False,
+        "sha256": None,
+        "size": None,
+        "redaction_count": 0,
+    }
 
 
 def _result_payload(run_dir: Path) -> Any:
