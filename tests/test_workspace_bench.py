@@ -23,6 +23,8 @@ def test_bench_workspace_json(tmp_path: Path) -> None:
             "60",
             "--output",
             str(out),
+            "--dir",
+            str(tmp_path),
         ],
         capture_output=True,
         text=True,
@@ -39,7 +41,11 @@ def test_bench_workspace_json(tmp_path: Path) -> None:
         "bundle_5000_file_run",
         "verify_5000_file_bundle",
     }
-    assert checks["run_workspace_overhead_planning"]["budget"] == 10.0
+    overhead = checks["run_workspace_overhead_planning"]
+    assert overhead["budget"] == 10.0 and overhead["detail"]["estimator"].startswith("median of paired")
+    assert overhead["detail"]["repeats"] == 1 and "best_of_n_overhead_percent" in overhead["detail"]
+    assert payload["machine"]["workspace_location"] in ("system-temp", "other")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".wf-bench")]  # cleaned up
     assert (
         checks["bundle_5000_file_run"]["budget"] == 5.0 and checks["verify_5000_file_bundle"]["budget"] == 2.0
     )
