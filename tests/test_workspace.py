@@ -337,6 +337,10 @@ def test_kill_minus_nine_then_verify_and_resume(tmp_path: Path) -> None:
     assert report.status == "interrupted"
     assert "missing-terminal-event" in {p.code for p in report.problems}
     assert list_runs(ws)[0]["status"] == "interrupted"
+    # the manifest was last written at start; listings count what the killed run left on disk
+    on_disk = len(list((run_dir / "items").glob("*.json")))
+    assert on_disk >= 5 and list_runs(ws)[0]["item_count"] == on_disk
+    assert list_runs(ws)[0]["event_count"] == (run_dir / "events.jsonl").read_bytes().count(b"\n") > on_disk
     out = subprocess.run(
         [sys.executable, str(driver), str(ws), "40", "0", run_id],
         capture_output=True,

@@ -172,6 +172,10 @@ def load_config(path: str | Path | None = None) -> WorldForgeConfig:
         return WorldForgeConfig()
     try:
         data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorldForgeError(f"{source}: not UTF-8 text (byte {exc.start}); expected a YAML file.") from None
+    except OSError as exc:
+        raise WorldForgeError(f"{source}: cannot read configuration ({exc.strerror}).") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

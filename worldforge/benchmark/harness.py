@@ -192,7 +192,8 @@ def run_providers(
     for provider in preset.providers:
         if not forge.has_provider(provider):
             raise WorldForgeError(
-                f"--provider: unknown provider {provider!r} ({', '.join(forge.provider_names())})."
+                f"{preset.source or preset.name}: providers: unknown provider {provider!r} "
+                f"(available: {', '.join(forge.provider_names())})."
             )
         calls = _provider_calls(forge, provider, scene)
         for operation in preset.operations:

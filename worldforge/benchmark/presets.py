@@ -10,6 +10,7 @@ file. Unknown keys are errors that name the key.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,9 +98,13 @@ def preset_dirs() -> list[Path]:
     return seen
 
 
-def _int(where: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise WorldForgeError(f"{where}: expected an integer >= {minimum}, got {value!r}.")
+MAX_ITERATIONS = 100_000  # a preset is a benchmark, not a soak test: a typo must not run for days
+MAX_CONCURRENCY = 64
+
+
+def _int(where: str, value: Any, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise WorldForgeError(f"{where}: expected an integer in [{minimum}, {maximum}], got {value!r}.")
     return value
 
 
@@ -122,7 +127,12 @@ def parse_budget(entries: Any, where: str) -> tuple[dict[str, Any], ...]:
             raise WorldForgeError(f"{at}: needs at least one threshold.")
         for key in thresholds:
             value = entry[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise WorldForgeError(f"{at}.{key}: expected a number >= 0, got {value!r}.")
             if key == "min_success_rate" and value > 1:
                 raise WorldForgeError(f"{at}.min_success_rate: must be within [0, 1].")
@@ -162,8 +172,8 @@ def parse_preset(data: Any, source: str) -> Preset:
         claim_boundary=data["claim_boundary"],
         providers=tuple(str(p) for p in providers),
         operations=tuple(dict.fromkeys(operations)),
-        iterations=_int(f"{source}: iterations", data.get("iterations", 5), 1),
-        concurrency=_int(f"{source}: concurrency", data.get("concurrency", 1), 1),
+        iterations=_int(f"{source}: iterations", data.get("iterations", 5), 1, MAX_ITERATIONS),
+        concurrency=_int(f"{source}: concurrency", data.get("concurrency", 1), 1, MAX_CONCURRENCY),
         inputs=inputs,
         budget=parse_budget(data.get("budget"), f"{source}: budget"),
         source=source,
@@ -177,6 +187,7 @@ def load_preset(name_or_path: str) -> Preset:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
         path = candidate
+        label = name_or_path  # an explicit file: errors name it as the user wrote it
     else:
         matches = [
             d / f"{name_or_path}.yaml" for d in preset_dirs() if (d / f"{name_or_path}.yaml").is_file()
@@ -185,13 +196,18 @@ def load_preset(name_or_path: str) -> Preset:
             names = ", ".join(p["name"] for p in list_presets()) or "none"
             raise WorldForgeError(f"--preset: unknown preset {name_or_path!r} (available: {names}).")
         path = matches[0]
+        label = f"presets/{path.name}"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorldForgeError(
+            f"{label}: not UTF-8 text (byte {exc.start}); expected a YAML preset."
+        ) from None
     except yaml.YAMLError as exc:
-        raise WorldForgeError(f"{path.name}: invalid YAML ({exc}).") from None
-    preset = parse_preset(data, f"presets/{path.name}")
+        raise WorldForgeError(f"{label}: invalid YAML ({' '.join(str(exc).split())}).") from None
+    preset = parse_preset(data, label)
     if preset.name != path.stem:
-        raise WorldForgeError(f"presets/{path.name}: name {preset.name!r} does not match the file name.")
+        raise WorldForgeError(f"{label}: name {preset.name!r} does not match the file name.")
     return preset
 
 
@@ -208,7 +224,7 @@ def list_presets() -> list[dict[str, Any]]:
                 preset = parse_preset(
                     yaml.safe_load(path.read_text(encoding="utf-8")), f"presets/{path.name}"
                 )
-            except (WorldForgeError, yaml.YAMLError) as exc:
+            except (WorldForgeError, yaml.YAMLError, UnicodeDecodeError) as exc:
                 found[path.stem] = {"name": path.stem, "error": str(exc)}
                 continue
             found[path.stem] = preset.to_dict()

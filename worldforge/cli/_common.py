@@ -60,6 +60,19 @@ def cli_errors(hint: Hint = None) -> Iterator[None]:
     except FileNotFoundError as exc:
         message = f"{exc.filename}: file not found."
         raise fail(message, code=2, hint=_hint_for(hint, message)) from None
+    except (IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError) as exc:
+        # A path given on the command line is the wrong kind of thing (a directory where a file
+        # goes, a file where a workspace goes) or not ours to touch: a usage error, not a crash.
+        # Name the path the user gave (the second one for a rename onto a directory).
+        target = exc.filename2 if isinstance(exc, IsADirectoryError) and exc.filename2 else exc.filename
+        what = {
+            IsADirectoryError: "is a directory, expected a file",
+            NotADirectoryError: "a path component is a file, expected a directory",
+            PermissionError: "permission denied",
+            FileExistsError: "already exists",
+        }[type(exc)]
+        message = f"{target}: {what}." if target else f"{exc.strerror or what}."
+        raise fail(message, code=2, hint=_hint_for(hint, message)) from None
 
 
 def handle_errors(func: F) -> F:

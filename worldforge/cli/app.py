@@ -41,16 +41,26 @@ def _register_all() -> None:
         module.register(app)
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the worldforge version and exit."),
-) -> None:
-    """WorldForge: evaluation suites, run workspaces, evidence bundles and the Science Birds PCG suite."""
-    if version:
+def _print_version(value: bool) -> None:
+    """Eager: ``worldforge --version`` answers before click asks for a command."""
+    if value:
         from worldforge import __version__
 
         typer.echo(__version__)
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the worldforge version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
+    """WorldForge: evaluation suites, run workspaces, evidence bundles and the Science Birds PCG suite."""
 
 
 _register_all()

@@ -48,6 +48,8 @@ def _typed_options(
     seed: int | None,
 ) -> dict[str, Any]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
+    from worldforge.core.errors import WorldForgeError
+
     options: dict[str, Any] = {}
     if programs:
         options["programs"] = list(programs)
@@ -61,7 +63,12 @@ def _typed_options(
         ("seed", seed),
     ):
         if value is not None:
+            if isinstance(value, str) and not value.strip():
+                # `--characters ""` is a slip (an unset shell variable), not a request for defaults
+                raise WorldForgeError(f"--{key.replace('_', '-')}: must not be empty.")
             options[key] = value
+    if programs and any(not p.strip() for p in programs):
+        raise WorldForgeError("--program: must not be empty.")
     return options
 
 
@@ -198,8 +205,9 @@ def eval_command(
         from worldforge.forge import WorldForge
         from worldforge.reports import render_report
 
+        fmt = {"md": "markdown"}.get(fmt, fmt)  # the spelling benchmark, runs diff and bundles use
         if fmt not in FORMATS:
-            raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}.")
+            raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)} (or md).")
         providers = list(provider or ["mock"])
         typed = _typed_options(
             program, trials, characters, classifier, workers, diversity_vector, ollama_host, seed

@@ -96,10 +96,18 @@ def show_cmd(
     with cli_errors():
         _check_format(fmt, ("text", "json"))
         from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
+        from worldforge.workspace.store import progress_counts
 
         run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
         manifest = load_manifest(run_dir)
         manifest["effective_status"] = effective_status(run_dir, manifest)
+        items_line = f"{(manifest.get('items') or {}).get('count', 0)}"
+        events_line = f"{manifest.get('event_count')}"
+        if manifest["effective_status"] in ("running", "interrupted"):
+            on_disk_items, on_disk_events = progress_counts(run_dir)
+            manifest["progress"] = {"items_on_disk": on_disk_items, "events_on_disk": on_disk_events}
+            items_line = f"{on_disk_items} on disk (the manifest is updated when the run ends)"
+            events_line = f"{on_disk_events} on disk"
         if fmt == "json":
             _print_json(manifest)
             return
@@ -113,8 +121,8 @@ def show_cmd(
             f"  version:       {manifest.get('worldforge_version')}  git {commit}",
             f"  input_digest:  {manifest.get('input_digest')}",
             f"  result_digest: {manifest.get('result_digest')}",
-            f"  items:         {(manifest.get('items') or {}).get('count', 0)}",
-            f"  events:        {manifest.get('event_count')}",
+            f"  items:         {items_line}",
+            f"  events:        {events_line}",
             f"  claim:         {manifest.get('claim_boundary')}",
         ]
         if manifest.get("error"):
@@ -196,8 +204,27 @@ def verify_cmd(
     """Recompute artifact, input and result digests and the event chain offline; exit 1 on any mismatch."""
     with cli_errors():
         _check_format(fmt, ("text", "json"))
+        import zipfile
+
         from worldforge.evidence.bundle import verify_target
 
+        candidate = Path(target)
+        if candidate.is_file() and not zipfile.is_zipfile(candidate):
+            # A file that is not a readable zip is a damaged bundle (cut short in transfer, say):
+            # a failed verification, not an unknown run id.
+            unreadable = "not a readable zip archive (truncated or not a bundle)"
+            if fmt == "json":
+                _print_json(
+                    {
+                        "ok": False,
+                        "kind": "bundle-zip",
+                        "target": candidate.name,
+                        "problems": [{"code": "unreadable-zip", "path": candidate.name, "message": unreadable}],
+                    }
+                )
+            else:
+                typer.echo(f"FAILED: bundle-zip {candidate.name}: {unreadable}")
+            raise typer.Exit(1)
         report = verify_target(_workspace(workspace_dir), target)
         if fmt == "json":
             _print_json(report.to_dict())
@@ -227,9 +254,11 @@ def _strip_resume(args: list[str]) -> list[str]:
 
 
 def _invoke(argv: list[str], run_id: str) -> int:
-    """Re-run ``argv`` in this process with ``--resume-run`` appended; returns the exit code."""
-    import click
+    """Re-run ``argv`` in this process with ``--resume-run`` appended; returns the exit code.
 
+    typer ships its own copy of click, so its exceptions are not ``click``'s: exits and usage
+    errors are recognised by ``typer.Exit`` and by shape (``exit_code`` + ``show``).
+    """
     args = [*_strip_resume(argv[1:]), "--resume-run", run_id]
     saved = sys.argv
     sys.argv = [argv[0], *args]
@@ -245,15 +274,22 @@ def _invoke(argv: list[str], run_id: str) -> int:
         from worldforge.cli.app import app
 
         try:
-            app(args, prog_name="worldforge", standalone_mode=False)
-        except click.exceptions.Exit as exc:
-            return int(exc.exit_code)
-        except click.ClickException as exc:
-            exc.show()
-            return int(exc.exit_code)
+            # With standalone_mode=False a command's typer.Exit code is *returned*, not raised,
+            # so the return value is the resumed command's exit status.
+            result = app(args, prog_name="worldforge", standalone_mode=False)
+        except typer.Exit as exc:
+            return int(getattr(exc, "exit_code", 0))
+        except typer.Abort:
+            return 1
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return 0
+        except Exception as exc:
+            show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+            if callable(show) and isinstance(code, int):  # a click usage error
+                show()
+                return code
+            raise
+        return result if isinstance(result, int) else 0
     finally:
         sys.argv = saved
 

@@ -29,11 +29,12 @@ def _text(value: Any, name: str) -> str:
     return value
 
 
-def _strings(value: Any, name: str) -> list[str]:
+def _strings(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
+    """A list of strings; ``allow_empty`` for argv, where ``""`` is a legitimate argument."""
     if not isinstance(value, (list, tuple)):
         raise WorldForgeError(f"provenance.{name}: must be a list of strings.")
     for index, item in enumerate(value):
-        if not isinstance(item, str) or not item:
+        if not isinstance(item, str) or (not item and not allow_empty):
             raise WorldForgeError(f"provenance.{name}[{index}]: must be a non-empty string.")
     return list(value)
 
@@ -92,7 +93,9 @@ class ProvenanceEnvelope:
         for name in ("input_digest", "result_digest"):
             if not is_digest(getattr(self, name)):
                 raise WorldForgeError(f"provenance.{name}: expected 'sha256:<64 hex>'.")
-        object.__setattr__(self, "command", _portable_command(_strings(self.command, "command")))
+        object.__setattr__(
+            self, "command", _portable_command(_strings(self.command, "command", allow_empty=True))
+        )
         object.__setattr__(self, "providers", _strings(self.providers, "providers"))
         object.__setattr__(self, "capabilities", _strings(self.capabilities, "capabilities"))
         if not isinstance(self.runtime_manifests, dict):

@@ -129,6 +129,20 @@ def pick_device(preferred: str | None = None) -> str:
     import torch
 
     if preferred:
+        try:
+            kind = torch.device(preferred).type
+        except RuntimeError:
+            raise WorldForgeError(
+                f"--device: {preferred!r} is not a torch device (use cpu, cuda, cuda:N or mps)."
+            ) from None
+        available = {
+            "cpu": True,
+            "cuda": torch.cuda.is_available(),
+            "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
+        }
+        if not available.get(kind, False):
+            usable = ", ".join(k for k, ok in available.items() if ok)
+            raise WorldForgeError(f"--device: {preferred!r} is not available here (available: {usable}).")
         return preferred
     if torch.cuda.is_available():
         return "cuda"

@@ -9,6 +9,7 @@ kept. Deletion re-resolves each target and refuses anything that is not a direct
 
 from __future__ import annotations
 
+import math
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +40,16 @@ def plan_prune(
     for name, value in (("max_age_days", max_age_days), ("keep_latest", keep_latest)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise WorldForgeError(f"--{name.replace('_', '-')}: must be a non-negative integer.")
+    if (
+        isinstance(young_hours, bool)
+        or not isinstance(young_hours, (int, float))
+        or not math.isfinite(young_hours)
+        or young_hours < 0
+    ):
+        # a negative or NaN window would silently switch the young-run safety off
+        raise WorldForgeError(
+            f"--min-age-hours: must be a non-negative number of hours, got {young_hours!r}."
+        )
     moment = now or datetime.now(UTC)
     root = runs_dir(workspace_dir)
     wanted = {k.lower() for k in kinds}

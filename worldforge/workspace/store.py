@@ -37,18 +37,38 @@ def effective_status(run_dir: Path, manifest: dict[str, Any]) -> str:
     return status
 
 
+def progress_counts(run_dir: Path) -> tuple[int, int]:
+    """``(item records, complete event lines)`` on disk.
+
+    The manifest's counts are written when a run starts and ends (rewriting it per item would cost
+    an fsync each), so for a run that is still going, or was killed, the files are the truth.
+    """
+    items_dir = run_dir / "items"
+    items = sum(1 for p in items_dir.glob("*.json")) if items_dir.is_dir() else 0
+    try:
+        events = (run_dir / "events.jsonl").read_bytes().count(b"\n")
+    except OSError:
+        events = 0
+    return items, events
+
+
 def run_summary(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    status = effective_status(run_dir, manifest)
+    item_count = (manifest.get("items") or {}).get("count", 0)
+    event_count = manifest.get("event_count")
+    if status in ("running", "interrupted"):
+        item_count, event_count = progress_counts(run_dir)
     return {
         "run_id": manifest.get("run_id"),
         "kind": manifest.get("kind"),
-        "status": effective_status(run_dir, manifest),
+        "status": status,
         "created_at": manifest.get("created_at"),
         "command": manifest.get("command"),
         "input_digest": manifest.get("input_digest"),
         "result_digest": manifest.get("result_digest"),
-        "item_count": (manifest.get("items") or {}).get("count", 0),
+        "item_count": item_count,
         "artifact_count": len(manifest.get("artifacts") or []),
-        "event_count": manifest.get("event_count"),
+        "event_count": event_count,
         "path": f"runs/{run_dir.name}",
     }
 
@@ -92,4 +112,12 @@ def resolve_run_dir(workspace_dir: str | Path, ref: str) -> Path:
     raise WorldForgeError(f"run {ref!r}: not found in the run workspace (see `worldforge runs list`).")
 
 
-__all__ = ["effective_status", "list_runs", "load_manifest", "resolve_run_dir", "run_summary", "runs_dir"]
+__all__ = [
+    "effective_status",
+    "list_runs",
+    "load_manifest",
+    "progress_counts",
+    "resolve_run_dir",
+    "run_summary",
+    "runs_dir",
+]
