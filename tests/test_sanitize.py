@@ -183,6 +183,13 @@ def test_sanitize_argv_keeps_commands_replayable(tmp_path: Path, monkeypatch: py
         ("tokenizer", False),
         ("author", False),
         ("input_digest", False),
+        ("secret.json", False),
+        ("api_key.yaml", False),
+        ("credentials.json", False),
+        ("token.json.gz", False),
+        ("db.password", True),
+        ("jwt.secret.key", True),
+        ("secret.json.password", True),
     ],
 )
 def test_is_sensitive_key(key: str, expected: bool) -> None:
@@ -268,6 +275,149 @@ def test_metrics_preview_caps() -> None:
         "o": {"type": "object", "preview": "non-json value omitted"},
         "t": {"type": "array", "shape": [2, 3], "dtype": "float32"},
     }
+
+
+# ------------------------------------------------------------------ provider-prefixed keys
+
+_SLUG_ITEM = "runs/20261124T080539.480Z-3ee10e9f5b34/items/mock_{s}--object-swap.2f02e50a83f9.json"
+
+# A key is a key whatever its character mix: letters-only bodies used to survive because the rules
+# asked for a digit and a letter. The ``mock_…`` forms are how item file names spell ``mock:<key>``.
+PREFIXED_TRUE_POSITIVES = [
+    ("openai-key", "sk-proj-AAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("openai-key", "sk-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("openai-key", "sk-aaaaaaaaaaaaaaaaaaaaaaaa"),
+    ("openai-key", "sk-123456789012345678901234"),
+    ("openai-key", "sk-svcacct-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("openai-key", "sk-admin-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("openai-key", "sk-None-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("openai-key", "sk-proj-abcd-efgh-ijkl-mnop-qrst"),
+    ("anthropic-key", "sk-ant-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("github-token", "ghp_" + "A" * 36),
+    ("github-token", "github_pat_" + "A" * 40),
+    ("gitlab-token", "glpat-" + "A" * 20),
+    ("huggingface-token", "hf_" + "A" * 34),
+    ("google-api-key", "AIza" + "A" * 35),
+    ("stripe-key", "sk_live_" + "A" * 24),
+    ("slack-token", "xoxb-AAAAAAAAAAAAAAAAAAAAAAAA"),
+    ("slack-token", "xoxp-1234567890-1234567890"),
+]
+PREFIXED_WRAPS = [
+    "{s}",
+    "provider mock:{s} failed",
+    '--provider "mock:{s}" --run-workspace w3',
+    '{{"provider": "mock:{s}", "status": "completed"}}',
+    "| mock:{s} | object-swap | 0.7256 |",
+    "object id mock-{s}-cube",
+    _SLUG_ITEM,
+]
+
+
+@pytest.mark.parametrize("wrap", PREFIXED_WRAPS)
+@pytest.mark.parametrize(("rule", "secret"), PREFIXED_TRUE_POSITIVES)
+def test_prefixed_keys_redacted_whatever_the_character_mix(rule: str, secret: str, wrap: str) -> None:
+    text = wrap.format(s=secret)
+    out, ledger = sanitize_with_ledger(text, "fixture.txt")
+    assert secret not in out, f"{rule}: {secret!r} survived in {out!r}"
+    assert rule in {entry.rule for entry in ledger}
+    assert any(r.prefilter(text.lower()) for r in RULES if r.id == rule)
+    assert sanitize_text(out) == out
+
+
+def test_item_file_name_keeps_its_digest_suffix() -> None:
+    """Only the key goes: the digest suffix still tells item files apart after redaction."""
+    out = sanitize_text(_SLUG_ITEM.format(s="sk-proj-AAAAAAAAAAAAAAAAAAAAAAAAAAAA"))
+    assert out == "runs/20261124T080539.480Z-3ee10e9f5b34/items/mock_[redacted].2f02e50a83f9.json"
+
+
+# Near misses: short bodies, hyphenated words after an ambiguous prefix (``sk-``, ``xoxb-``), a
+# prefix inside a longer word, and the project's own identifiers.
+PREFIXED_FALSE_POSITIVES = [
+    "sk-learn",
+    "pip install sk-learn-compatible-estimator-wrapper",
+    "sk-example-not-a-real-key",
+    "sk-proj-short",
+    "sk-ant-short",
+    "sk-AAAAAAAAAAAAAAAAAAA",
+    "task-AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "mask-proj-AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "pre-sk-learn-style-pipeline-helpers",
+    "risk-assessment-for-the-project-plan-2024",
+    "hf_hub",
+    "hf_hub_download(repo_id)",
+    "use_hf_transfer",
+    "ghp_short",
+    "github_pat_short",
+    "glpat-short",
+    "AIzaShort",
+    "sk_live_short",
+    "xoxb-onlyletters-here",
+    "xoxb-your-bot-token-goes-here",
+    "20261124T080539.480Z-3ee10e9f5b34",
+    "runs/20261124T080539.480Z-3ee10e9f5b34/items/mock--object-swap.2f02e50a83f9.json",
+    "sha256:" + "ab" * 32,
+    "worldforge 0.1.0",
+    "torch==2.13.0+cpu",
+]
+
+
+@pytest.mark.parametrize("text", PREFIXED_FALSE_POSITIVES)
+def test_prefixed_near_misses_untouched(text: str) -> None:
+    out, ledger = sanitize_with_ledger(text, "fixture.txt")
+    assert out == text
+    assert ledger == []
+
+
+# ------------------------------------------------------------------ file names are not keys
+
+_SHA_ERROR = (
+    "$.entries[0].sha256: sha256:" + "0" * 64 + " does not match local fixture "
+    "'dataset-manifests/fixtures/mock-evaluation/cube-on-table.json' (sha256:" + "5" * 64 + ")."
+)
+
+
+@pytest.mark.parametrize("stem", ["secret", "token", "password", "api_key", "credentials"])
+@pytest.mark.parametrize("folder", ["", "dataset-manifests/"])
+@pytest.mark.parametrize("extension", ["json", "yaml"])
+def test_file_name_in_error_line_keeps_the_field(stem: str, folder: str, extension: str) -> None:
+    """``error: secret.json: $.entries…`` once became ``error: secret.json: [redacted]``."""
+    text = f"{folder}{stem}.{extension}: {_SHA_ERROR}"
+    assert sanitize_text(text) == text
+    assert sanitize_text(f"error: {text}") == f"error: {text}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/etc/secret: permission denied",
+        "cannot read dataset-manifests/token: not a file",
+        '{"secret.json": "sha256-mismatch"}',
+        "secret.json:3: unexpected token",
+    ],
+)
+def test_path_segments_are_not_keys(text: str) -> None:
+    out, ledger = sanitize_with_ledger(text, "fixture.txt")
+    assert out == text
+    assert ledger == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("secret: hunter2", f"secret: {REDACTED}"),
+        ('"secret": "x"', f'"secret": "{REDACTED}"'),
+        ("SECRET=x", f"SECRET={REDACTED}"),
+        ("api_key = x", f"api_key = {REDACTED}"),
+        ("db.password: hunter2", f"db.password: {REDACTED}"),
+        ("jwt.secret.key: abcdef", f"jwt.secret.key: {REDACTED}"),
+        ("config/app.yaml: api_key: hunter2", f"config/app.yaml: api_key: {REDACTED}"),
+        ("secret.json: token=abc123", f"secret.json: token={REDACTED}"),
+        ("error: token.json: password=hunter2", f"error: token.json: password={REDACTED}"),
+        ('{\\"credentials\\": \\"x9\\"}', f'{{\\"credentials\\": \\"{REDACTED}\\"}}'),
+    ],
+)
+def test_secret_named_settings_still_redacted(text: str, expected: str) -> None:
+    assert sanitize_text(text) == expected
 
 
 # ------------------------------------------------------------------ property tests

@@ -219,7 +219,9 @@ def verify_cmd(
                         "ok": False,
                         "kind": "bundle-zip",
                         "target": candidate.name,
-                        "problems": [{"code": "unreadable-zip", "path": candidate.name, "message": unreadable}],
+                        "problems": [
+                            {"code": "unreadable-zip", "path": candidate.name, "message": unreadable}
+                        ],
                     }
                 )
             else:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SANITIZER_VERSION = "wf-sanitize/1"
+SANITIZER_VERSION = "wf-sanitize/2"  # 2: prefixed keys whatever their characters; file names are not keys
 REDACTED = "[redacted]"
 
 # ---------------------------------------------------------------------------------------------
@@ -95,9 +95,33 @@ _CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT_RE = re.compile(r"[^a-z0-9]+")
 
 
+# A key ending in one of these extensions is a file name (``secret.json: $.entries[0] …`` in a CLI
+# error line, a digest map keyed by file name), not a secret-named setting: redacting after it would
+# eat the field name a reader needs. Extensions that double as setting names (``.key``, ``.pem``,
+# ``.token``) are deliberately absent, so ``jwt.secret.key: …`` stays redacted.
+_FILE_EXTENSIONS = frozenset(
+    (
+        "json jsonl ndjson yaml yml toml ini cfg conf txt md rst csv tsv xml html htm log py sh zip "
+        "gz tgz bz2 xz zst tar npz npy pt pth ckpt safetensors onnx pkl parquet png jpg jpeg gif "
+        "svg mp4 webm wav sqlite lock bak tmp orig"
+    ).split()
+)
+
+
+def _is_file_name(key: str) -> bool:
+    stem, dot, extension = key.rpartition(".")
+    return bool(dot and stem) and extension.lower() in _FILE_EXTENSIONS
+
+
 @functools.lru_cache(maxsize=4096)
 def is_sensitive_key(key: str) -> bool:
-    """True when a mapping key / variable name names a secret (``api_key``, ``X-Auth-Token`` …)."""
+    """True when a mapping key / variable name names a secret (``api_key``, ``X-Auth-Token`` …).
+
+    A file name (``secret.json``, ``token.yaml``) names a file, not a secret, so it is never sensitive:
+    the text after it is a message about that file, and dotted settings (``db.password``) still are.
+    """
+    if _is_file_name(key):
+        return False
     segments = [s for s in _SPLIT_RE.split(_CAMEL_RE.sub(r"\1_\2", key).lower()) if s]
     for index, segment in enumerate(segments):
         pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
@@ -184,12 +208,31 @@ def _has_digit_and_letter(text: str) -> bool:
     return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
-def _token_like(match: re.Match[str]) -> str | None:
-    return REDACTED if _has_digit_and_letter(match.group(0)) else None
+_KEY_RUN_RE = re.compile(r"[A-Za-z0-9]{20,}")
 
 
-_B = r"(?<![A-Za-z0-9_\-])"  # left boundary for token formats
-_E = r"(?![A-Za-z0-9_\-])"  # right boundary
+def _ambiguous_prefix_token(match: re.Match[str]) -> str | None:
+    """Redact the token after a prefix that also starts ordinary names (``sk-``, ``xoxb-``).
+
+    A prefix that names a key kind on its own (``scope``: ``sk-proj-``, ``sk-svcacct-`` …) is
+    redacted whatever the body holds. After a bare prefix, a digit/letter mix, an unbroken run of 20
+    or more letters/digits, or 20 or more characters without a letter is a key, so letters-only keys
+    (``sk-AAAAAAAAAAAAAAAAAAAAAAAA``) go too. What survives is a name built from short words:
+    ``sk-learn-compatible-estimator-wrapper`` (the scikit-learn naming idiom) or the placeholder
+    ``xoxb-your-bot-token-goes-here``; no real key of these formats looks like that.
+    """
+    body = match.group("body")
+    if match.group("scope") or _has_digit_and_letter(body) or _KEY_RUN_RE.search(body):
+        return REDACTED
+    return REDACTED if len(body) >= 20 and not any(c.isalpha() for c in body) else None
+
+
+# Token boundaries. ``_``, ``-`` and ``.`` may touch a token: file names and ids are slugs (item
+# ``mock:sk-proj-…/object-swap`` is stored as ``mock_sk-proj-…--object-swap.<digest>.json``, object
+# ids join with ``-``), and boundaries that refused those characters let keys in names through.
+# Letters and digits on either side still mean the prefix is part of a longer word (``task-…``).
+_B = r"(?<![A-Za-z0-9])"
+_E = r"(?![A-Za-z0-9])"
 
 _PEM_RE = re.compile(
     r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END (?P=label)-----|\Z)",
@@ -292,6 +335,11 @@ def _assignment(match: re.Match[str]) -> str | None:
     prefix = match.string[match.start() : match.start("val")]
     if not is_sensitive_key(match.group("key")):
         return None  # the engine rescans from the value (``msg=password=abc``)
+    if match.string[match.start() - 1 : match.start()] == "/":
+        # The last segment of a path (``/etc/secret: permission denied``), not a setting: the text
+        # after it is a message about that file, which redaction would make unreadable. A ``\``
+        # is not taken as a separator here because it also escapes quotes (``{\"token\": …}``).
+        return None
     if is_harmless_value(value) or value.startswith("//"):
         return None
     if value.startswith('\\"'):
@@ -366,8 +414,8 @@ RULES: tuple[Rule, ...] = (
         "openai-key",
         "OpenAI API keys (sk-, sk-proj-)",
         ("sk-",),
-        _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}" + _E,
-        _token_like,
+        _B + r"sk-(?P<scope>(?:proj|svcacct|admin|None)-)?(?P<body>[A-Za-z0-9_\-]{20,})" + _E,
+        _ambiguous_prefix_token,
     ),
     _provider_rule(
         "stripe-key",
@@ -402,8 +450,8 @@ RULES: tuple[Rule, ...] = (
         "slack-token",
         "Slack tokens (xox?-)",
         ("xox", "xapp-"),
-        _B + r"(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}" + _E,
-        _token_like,
+        _B + r"(?:xox[abposr]|xapp)-(?P<scope>)(?P<body>[A-Za-z0-9\-]{10,})" + _E,
+        _ambiguous_prefix_token,
     ),
     _provider_rule(
         "huggingface-token", "Hugging Face access tokens", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,}" + _E
