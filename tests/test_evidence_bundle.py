@@ -3,6 +3,7 @@ of directories and zips, byte-reproducible zips, and no secret surviving a bundl
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -259,16 +260,83 @@ def test_cited_dataset_manifest_is_copied_when_unchanged(
     with start_run(ws, "evaluation", ["worldforge", "eval"], {}) as run:
         run.add_dataset_refs([ref])
         run.complete({})
+    monkeypatch.chdir(tmp_path)  # bundled from elsewhere: found from the run's start directory
     result = build_bundle(ws, [run.run_id], tmp_path / "b")
-    copied = result.output_dir / "dataset-manifests" / "dataset-manifests" / "mock-evaluation-fixtures.json"
+    copied = result.output_dir / "dataset-manifests" / "mock-evaluation-fixtures.json"  # no doubled prefix
     assert copied.read_bytes() == (REPO / "dataset-manifests" / "mock-evaluation-fixtures.json").read_bytes()
+    assert not (result.output_dir / "dataset-manifests" / "dataset-manifests").exists()
     stale = dict(ref, sha256="sha256:" + "1" * 64)
+    monkeypatch.chdir(REPO / "dataset-manifests")
     with start_run(ws, "evaluation", ["worldforge", "eval"], {}) as run2:
         run2.add_dataset_refs([stale])
         run2.complete({})
     records = {f["path"]: f for f in build_bundle(ws, [run2.run_id], tmp_path / "c").manifest["files"]}
-    record = records["dataset-manifests/dataset-manifests/mock-evaluation-fixtures.json"]
+    record = records["dataset-manifests/mock-evaluation-fixtures.json"]
     assert record["included"] is False and "changed since the run" in record["reason"]
+
+
+def _cite_manifest(ws: Path, repo: Path, start: Path, arg: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A run started in ``start`` that cites ``repo/dataset-manifests/levels.json`` as ``arg``."""
+    data = (repo / "dataset-manifests" / "levels.json").read_bytes()
+    ref = {"id": "levels", "sha256": digest_bytes(data), "path": "dataset-manifests/levels.json"}
+    monkeypatch.chdir(start)
+    argv = ["worldforge", "eval", "--suite", "planning", "--dataset-manifest", arg]
+    with start_run(ws, "evaluation", argv, {"suite": "planning", "dataset_manifests": [arg]}) as run:
+        run.add_dataset_refs([ref])
+        run.complete({"passed": 1})
+    return run.run_id
+
+
+def test_bundle_of_a_cited_manifest_does_not_depend_on_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, elsewhere, ws = tmp_path / "repo", tmp_path / "elsewhere", tmp_path / "ws"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "dataset-manifests").mkdir()
+    (repo / "dataset-manifests" / "levels.json").write_text('{"id": "levels"}\n', encoding="utf-8")
+    elsewhere.mkdir()
+    run_id = _cite_manifest(ws, repo, repo, "dataset-manifests/levels.json", monkeypatch)
+    zips = []
+    for cwd, name in ((repo, "from-repo"), (elsewhere, "from-elsewhere"), (Path("/"), "from-root")):
+        monkeypatch.chdir(cwd)
+        result = build_bundle(ws, [run_id], tmp_path / "out" / name, make_zip=True)
+        assert result.zip_path is not None
+        zips.append(result.zip_path.read_bytes())
+    assert zips[0] == zips[1] == zips[2]
+    with zipfile.ZipFile(io.BytesIO(zips[0])) as archive:
+        assert "dataset-manifests/levels.json" in archive.namelist()
+        assert archive.read("dataset-manifests/levels.json") == b'{"id": "levels"}\n'
+        assert not any(n.startswith("dataset-manifests/dataset-manifests/") for n in archive.namelist())
+
+    # An absolute argument given outside the repository resolves through the recorded argv too.
+    outside = _cite_manifest(
+        ws, repo, elsewhere, str(repo / "dataset-manifests" / "levels.json"), monkeypatch
+    )
+    monkeypatch.chdir(tmp_path)
+    paths = {f["path"]: f for f in build_bundle(ws, [outside], tmp_path / "out" / "abs").manifest["files"]}
+    assert paths["dataset-manifests/levels.json"]["included"] is True
+
+
+def test_a_cited_manifest_that_is_gone_is_listed_with_its_recorded_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ws = tmp_path / "repo", tmp_path / "ws"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "dataset-manifests").mkdir()
+    manifest_file = repo / "dataset-manifests" / "levels.json"
+    manifest_file.write_text('{"id": "levels"}\n', encoding="utf-8")
+    recorded = digest_bytes(manifest_file.read_bytes())
+    run_id = _cite_manifest(ws, repo, repo, "dataset-manifests/levels.json", monkeypatch)
+    manifest_file.unlink()
+    result = build_bundle(ws, [run_id], tmp_path / "gone")
+    record = {f["path"]: f for f in result.manifest["files"]}["dataset-manifests/levels.json"]
+    assert record["included"] is False and record["safe_to_attach"] is False
+    assert record["source_sha256"] == recorded and record["sha256"] is None
+    assert record["reason"].startswith("excluded: not found where the run read it")
+    assert f"`dataset-manifests/levels.json` | false | false | `{recorded}`" in (
+        result.output_dir / "summary.md"
+    ).read_text(encoding="utf-8")
+    assert verify_bundle_dir(result.output_dir).ok
 
 
 _SHARED: dict[str, Path] = {}

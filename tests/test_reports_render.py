@@ -236,3 +236,22 @@ def test_json_renderer_is_the_canonical_payload_and_all_formats_agree() -> None:
         assert report.provenance.result_digest in artifacts[key]
     with pytest.raises(Exception, match="unknown report format 'pdf'"):
         render_report(report.to_dict(), "pdf")
+
+
+def test_empty_table_sections_render_a_sentence_not_a_headerless_table() -> None:
+    report = _hostile_report()
+    report.sections = {
+        "explained": {"title": "Comparison", "description": f"Nothing to compare {HOSTILE}.", "rows": []},
+        "bare": {"title": "Missing inputs", "rows": []},
+    }
+    payload = report.to_dict()
+    markdown = render_markdown(payload)
+    assert "|  |" not in markdown and "\n|\n" not in markdown
+    assert "## Comparison\n\nNothing to compare " in markdown
+    assert "## Missing inputs\n\nNo entries.\n" in markdown
+    document = render_html(payload)
+    parse(document)
+    assert "<thead><tr></tr></thead>" not in document and "<tbody><tr></tr></tbody>" not in document
+    assert "<h2>Missing inputs</h2><p>No entries.</p>" in document
+    assert "<h2>Comparison</h2><p>Nothing to compare &lt;script&gt;" in document
+    assert json.loads(render_report(payload, "json"))["sections"]["bare"]["rows"] == []

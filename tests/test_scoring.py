@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.folder_scoring import official_files, stage_score
+from worldforge.pcg.score_report import winner_sentence
 from worldforge.pcg.scoring import (
     ExactArithmetic,
     ProgramData,
@@ -186,8 +187,25 @@ def test_ranking_tie_break_shortest_prompt_then_co_winners() -> None:
     assert clear.to_dict(EX)["leaders"] == ["a"]
     equal = rank_programs([("a", 4.0), ("zero_shot", 4.0)], baselines=["zero_shot"])
     assert equal.winners == () and equal.beats_zero_shot is False  # a tie does not overcome it
-    alone = rank_programs([("a", 4.0), ("b", 1.0)])  # no zero-shot baseline: nothing to check
-    assert alone.winners == ("a",) and alone.beats_zero_shot is None
+    # No zero-shot baseline scored: the policy's condition cannot be checked, so no winner.
+    alone = rank_programs([("a", 4.0), ("b", 1.0)])
+    assert alone.winners == () and alone.leaders == ("a",) and alone.beats_zero_shot is None
+    assert alone.decided_by == "no-zero-shot-baseline" and alone.zero_shot is None
+    assert alone.to_dict(EX)["winners"] == [] and alone.to_dict(EX)["leaders"] == ["a"]
+    named = rank_programs([("a", 4.0), ("zs", 1.0)], baselines=["zs"], zero_shot="gone")
+    assert named.winners == () and named.decided_by == "no-zero-shot-baseline"
+
+
+def test_winner_sentence_names_why_no_winner_is_declared() -> None:
+    none = rank_programs([("a", 4.0), ("b", 1.0)]).to_dict(EX)
+    assert winner_sentence(none) == (
+        "Winner(s): none: no zero-shot baseline was scored, so the top program (a) "
+        "cannot be declared the winner."
+    )
+    below = rank_programs([("a", 3.0), ("zero_shot", 4.0)], baselines=["zero_shot"]).to_dict(EX)
+    assert "does not overcome the zero-shot baseline" in winner_sentence(below)
+    won = rank_programs([("a", 5.0), ("zero_shot", 4.0)], baselines=["zero_shot"]).to_dict(EX)
+    assert winner_sentence(won) == "Winner(s): a (decided by score)."
 
 
 def test_combine_models_sums_prompt_scores_and_normalizes() -> None:
@@ -225,7 +243,9 @@ def test_official_csv_and_constants_format() -> None:
     trial_lines = files["trial_scores.csv"].split("\r\n")
     assert trial_lines[1] == '"P1","A",1,"0.165","1","0.8","0.5"'
     assert len(trial_lines) == 1 + 2 * 2 * 2
-    assert ranking_for(result).winners == ("P1",)
+    ranking = ranking_for(result)  # no baseline_zero_shot folder: a leader, not a winner
+    assert ranking.leaders == ("P1",) and ranking.winners == ()
+    assert ranking_for(result, zero_shot="P2").winners == ("P1",)
 
 
 def test_stage_score_with_missing_and_unreadable_inputs(tmp_path: Path) -> None:

@@ -427,6 +427,46 @@ def test_diff_identical_provider_change_and_stage_reason(tmp_path: Path) -> None
     ]
 
 
+def _identity_run(ws: Path, model: str, calls: int) -> Path:
+    """A run whose provider identity is ``model``; ``calls`` provider events (0 = all cached)."""
+    from worldforge.providers.events import ProviderEvent
+
+    with start_run(ws, "evaluation", ["w"], {"providers": ["mock"]}) as run:
+        run.add_input_value("evaluation", {"providers": ["mock"], "models": {"mock": {"model": model}}})
+        for _ in range(calls):
+            run.event_sink(ProviderEvent(provider="mock", operation="generate", phase="success"))
+        run.record_item("level-1", ZERO, {"stages": {"generate": {"digest": sha_json(1)}}})
+        run.complete({"score": 1})
+    return run.dir
+
+
+def test_diff_provider_change_comes_from_identity_not_event_counts(tmp_path: Path) -> None:
+    # A rerun served from the stage cache calls no provider: not a provider change.
+    fresh, cached = _identity_run(tmp_path, "v1", calls=3), _identity_run(tmp_path, "v1", calls=0)
+    rerun = diff_runs(fresh, cached)
+    assert rerun["identical_results"] is True and rerun["causes"] == []
+    assert "provider-changed" not in rerun["reasons"]
+    events = [ch for ch in rerun["changes"] if ch["path"] == "provider events"]
+    assert events == [
+        {
+            "section": "providers",
+            "path": "provider events",
+            "change": "modified",
+            "a": {"mock": 3},
+            "b": {},
+            "reason": "provider-events-differ",
+        }
+    ]
+    # The same name with another model identity is a provider change, even with equal call counts.
+    other = diff_runs(fresh, _identity_run(tmp_path, "v2", calls=3))
+    assert other["causes"][0] == "provider-changed"
+    assert [ch["path"] for ch in other["changes"] if ch["reason"] == "provider-changed"] == [
+        "provider identity: inputs.evaluation.models",
+        "input_digest",
+    ]
+    assert not any(ch["path"] == "provider events" for ch in other["changes"])
+
+
 def test_prune_dry_run_and_apply(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     runs = [make_run(ws, items=1) for _ in range(4)]

@@ -13,8 +13,15 @@ from typing import Any
 
 from worldforge.core.canonical import pretty_json
 from worldforge.evaluation.science_birds_scores import CohortScores
-from worldforge.pcg.programs import PromptProgram
+from worldforge.pcg.programs import ZERO_SHOT_BASELINE, PromptProgram
 
+#: What the baseline comparison says when there is nothing to compare with (a sentence, not an
+#: empty table, so that the reader learns why no winner is declared).
+NO_BASELINE_TEXT = (
+    f"The zero-shot baseline (program `{ZERO_SHOT_BASELINE}`) was not run, so no program can be "
+    "compared with it and, by the ranking policy, no winner can be declared. Add "
+    f"`--program {ZERO_SHOT_BASELINE}` to the run to make the comparison."
+)
 #: How many of the lowest-scoring levels the failure section shows per program.
 WORST_PER_PROGRAM = 6
 PROGRAM_TEXT_PREVIEW = 1_200
@@ -123,6 +130,7 @@ def build_sections(
 
     base = scores.baseline
     baseline_rows = []
+    baseline_section: dict[str, Any] = {"title": "Comparison with the zero-shot baseline"}
     if base.get("baseline") is not None:
         for name, info in base["programs"].items():
             baseline_rows.append(
@@ -134,8 +142,12 @@ def build_sections(
                     "beats_baseline": info["beats_baseline"],
                 }
             )
+    else:
+        baseline_section["description"] = NO_BASELINE_TEXT
+    baseline_section["rows"] = baseline_rows
+    leaders = tuple(getattr(scores.ranking, "leaders", ()))
     winner_line = {
-        "winners": _winners_text(scores.winners, getattr(scores.ranking, "leaders", ())),
+        "winners": _winners_text(scores.winners, leaders, str(base.get("decided_by"))),
         "decided_by": base.get("decided_by"),
         "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
         "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
@@ -151,7 +163,7 @@ def build_sections(
             "rows": ranking,
         },
         "winner": winner_line,
-        "baseline_comparison": {"title": "Comparison with the zero-shot baseline", "rows": baseline_rows},
+        "baseline_comparison": baseline_section,
         "per_letter": {
             "title": "Per letter",
             "description": "char = weighted character score; sta/sim = mean over trials; div = diversity.",
@@ -295,10 +307,20 @@ def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
 __all__ = ["build_sections", "official_artifacts", "result_rows"]
 
 
-def _winners_text(winners: Sequence[str], leaders: Sequence[str]) -> str:
-    """The policy declares a winner only above the zero-shot baseline: say so when none is."""
+def _winners_text(winners: Sequence[str], leaders: Sequence[str], decided_by: str) -> str:
+    """The policy declares a winner only above the zero-shot baseline: say so when none is.
+
+    Two different reasons leave the winner undeclared, and the reader needs to know which: the
+    top program scored no higher than the baseline, or the baseline was never run, so the
+    comparison the rule asks for could not be made.
+    """
     if winners:
         return ", ".join(winners)
+    if leaders and decided_by == "no-zero-shot-baseline":
+        return (
+            f"none (top program {', '.join(leaders)}; no winner can be declared because the "
+            f"zero-shot baseline `{ZERO_SHOT_BASELINE}` was not run)"
+        )
     if leaders:
         return f"none (top program {', '.join(leaders)} does not overcome the zero-shot baseline)"
     return "none"

@@ -5,7 +5,8 @@ A bundle is a directory (optionally also a zip) with:
 * ``runs/<run-id>/…`` — every file of each run, *redacted in place* by the one sanitizer (a secret
   in one log line no longer costs the whole log); binaries, oversize files and local-only files
   (``.lock``, ``.local/``) are excluded with a reason and still listed with their digest;
-* ``dataset-manifests/…`` — copies of repository dataset manifests the runs cite;
+* ``dataset-manifests/…`` — copies of repository dataset manifests the runs cite, located from each
+  run's own record (never from the bundling process's current directory);
 * ``inputs/…`` and ``budgets/…`` — the input fixtures the runs read (when unchanged since the run)
   and each benchmark run's preset and budget (see :mod:`worldforge.evidence.inputs`);
 * ``summary.md`` (and ``issue.md`` for a single-run issue bundle);
@@ -27,7 +28,7 @@ import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -45,6 +46,7 @@ EVIDENCE_SCHEMA_VERSION = 1
 EVIDENCE_MANIFEST = "evidence_manifest.json"
 MAX_ATTACH_BYTES = 10_000_000
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+_NOT_FOUND = "excluded: not found where the run read it (digest as the run recorded it)"
 
 
 @dataclass
@@ -59,13 +61,11 @@ class BundleResult:
 
 
 def _is_binary(data: bytes) -> bool:
-    if b"\x00" in data[:8192]:
-        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return False
+    return b"\x00" in data[:8192]
 
 
 class _Builder:
@@ -90,14 +90,9 @@ class _Builder:
             out = text.encode("utf-8")
             count = sum(entry.count for entry in ledger)
             self.redactions.extend(entry.to_dict() for entry in ledger)
-            record.update(
-                included=True,
-                safe_to_attach=True,
-                sha256=digest_bytes(out),
-                size=len(out),
-                redaction_count=count,
-                reason=f"redacted in place ({count} redactions)" if count else "copied unchanged",
-            )
+            reason = f"redacted in place ({count} redactions)" if count else "copied unchanged"
+            record.update(included=True, safe_to_attach=True, sha256=digest_bytes(out), size=len(out))
+            record.update(redaction_count=count, reason=reason)
             target = self.output_dir / bundle_path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(out)  # the staging directory is renamed into place as a whole
@@ -308,6 +303,65 @@ def _issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list
     return "\n".join(lines)
 
 
+def _cited_manifest_file(run_dir: Path, manifest: dict[str, Any], rel_path: str) -> Path | None:
+    """The file a run cited by its repository-relative ``rel_path``, located from the run's record.
+
+    The run's ``.local/invocation.json`` (argv and cwd, as ``runs resume`` uses them) and config
+    give the ``--dataset-manifest`` arguments; the one resolving to a path ending in ``rel_path`` is
+    the file read, else ``rel_path`` under the run's start directory or a parent. Never the bundling
+    process's directory: a bundle must not depend on where ``runs bundle`` is typed.
+    """
+    pure = PurePosixPath(rel_path)
+    try:
+        invocation = json.loads((run_dir / LOCAL_DIR / "invocation.json").read_text(encoding="utf-8"))
+        cwd, argv = Path(invocation["cwd"]), [str(a) for a in invocation["argv"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not cwd.is_absolute() or not pure.parts or pure.is_absolute() or ".." in pure.parts:
+        return None
+    config = (manifest.get("config") or {}).get("dataset_manifests")
+    args = [b for a, b in zip(argv, argv[1:], strict=False) if a == "--dataset-manifest"]
+    args += [a.partition("=")[2] for a in argv if a.startswith("--dataset-manifest=")]
+    for arg in args + ([str(a) for a in config] if isinstance(config, list) else []):
+        candidate = (cwd / arg).resolve()
+        if candidate.parts[-len(pure.parts) :] == pure.parts and candidate.is_file():
+            return candidate
+    return next((base / pure for base in (cwd, *cwd.parents) if (base / pure).is_file()), None)
+
+
+def _add_dataset_manifests(
+    builder: _Builder, run_dir: Path, manifest: dict[str, Any], claimed: dict[str, str]
+) -> None:
+    """Copy the repository dataset manifests a run cites to ``dataset-manifests/<path>``.
+
+    ``<path>`` is the recorded repository path less its own leading ``dataset-manifests/`` (no
+    doubled prefix). A manifest that cannot be located from the run's record, or whose bytes no
+    longer match the recorded digest, is listed as excluded with that digest and the reason.
+    ``claimed`` maps bundle paths to their repository path, so a shared manifest is listed once.
+    """
+    for ref in manifest.get("dataset_manifests") or []:
+        rel_path = ref.get("path") if isinstance(ref, dict) else None
+        if not isinstance(rel_path, str):
+            continue  # local-only: the run cited a manifest outside the repository
+        bundle_path = "dataset-manifests/" + rel_path.removeprefix("dataset-manifests/")
+        if claimed.get(bundle_path, rel_path) != rel_path:
+            bundle_path = f"dataset-manifests/{rel_path}"  # two repository paths, one short name
+        if bundle_path in claimed:
+            continue
+        claimed[bundle_path] = rel_path
+        recorded, found = ref.get("sha256"), _cited_manifest_file(run_dir, manifest, rel_path)
+        data = found.read_bytes() if found is not None else None
+        if data is None:  # listed by the digest the run recorded: the bytes are not at hand
+            missing = _not_included(bundle_path, rel_path, "dataset-manifest", b"")
+            missing.update(source_sha256=recorded, source_size=None, reason=_NOT_FOUND)
+            builder.files.append(missing)
+        elif recorded not in (None, digest_bytes(data)):
+            reason = f"excluded: the manifest changed since the run cited {recorded}"
+            builder.add_excluded(bundle_path, rel_path, "dataset-manifest", data, reason)
+        else:
+            builder.add_bytes(bundle_path, rel_path, "dataset-manifest", data)
+
+
 def build_bundle(
     workspace_dir: str | Path,
     run_refs: list[str],
@@ -337,7 +391,7 @@ def build_bundle(
     builder = _Builder(out)
     manifests: list[dict[str, Any]] = []
     stories: list[dict[str, Any]] = []
-    copied_datasets: set[str] = set()
+    copied_datasets: dict[str, str] = {}
     claimed_inputs: dict[str, str | None] = {}
     fixture_digests: list[dict[str, Any]] = []
     for run_dir in run_dirs:
@@ -354,30 +408,7 @@ def build_bundle(
                 path.read_bytes(),
                 local_only=local,
             )
-        for ref in manifest.get("dataset_manifests") or []:
-            rel_path = ref.get("path")
-            if not isinstance(rel_path, str) or rel_path in copied_datasets:
-                continue
-            pure = PurePosixPath(rel_path)
-            if pure.is_absolute() or ".." in pure.parts:
-                continue
-            # The reference path is repository-relative: look from the current directory upwards.
-            cwd = Path.cwd()
-            found = [base / pure for base in (cwd, *cwd.parents) if (base / pure).is_file()]
-            if not found:
-                continue
-            copied_datasets.add(rel_path)
-            data = found[0].read_bytes()
-            if ref.get("sha256") not in (None, digest_bytes(data)):
-                builder.add_excluded(
-                    f"dataset-manifests/{rel_path}",
-                    rel_path,
-                    "dataset-manifest",
-                    data,
-                    f"excluded: the manifest changed since the run cited {ref.get('sha256')}",
-                )
-                continue
-            builder.add_bytes(f"dataset-manifests/{rel_path}", rel_path, "dataset-manifest", data)
+        _add_dataset_manifests(builder, run_dir, manifest, copied_datasets)
         digests, copies = run_inputs(manifest, claimed_inputs)
         fixture_digests.extend(digests)
         for copy in copies:
@@ -393,21 +424,9 @@ def build_bundle(
     for name, text in generated:
         data = text.encode("utf-8")
         (out / name).write_bytes(data)
-        builder.files.append(
-            {
-                "path": name,
-                "source": "generated",
-                "kind": "summary",
-                "source_sha256": digest_bytes(data),
-                "source_size": len(data),
-                "included": True,
-                "safe_to_attach": True,
-                "sha256": digest_bytes(data),
-                "size": len(data),
-                "redaction_count": 0,
-                "reason": "generated from sanitized run metadata",
-            }
-        )
+        record = _not_included(name, "generated", "summary", data)
+        record.update(included=True, safe_to_attach=True, sha256=digest_bytes(data), size=len(data))
+        builder.files.append({**record, "reason": "generated from sanitized run metadata"})
     files = sorted(builder.files, key=lambda r: r["path"])
     included = [f for f in files if f["included"]]
     manifest_payload: dict[str, Any] = {
@@ -438,22 +457,12 @@ def build_bundle(
 
 
 def _zip_date(source_date: str | None) -> tuple[int, int, int, int, int, int]:
-    if not source_date:
-        return _ZIP_EPOCH
     try:
-        moment = datetime.strptime(source_date, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        moment = datetime.strptime(source_date or "", "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:
         return _ZIP_EPOCH
-    if moment.year < 1980:
-        return _ZIP_EPOCH
-    return (
-        moment.year,
-        moment.month,
-        moment.day,
-        moment.hour,
-        moment.minute,
-        moment.second - moment.second % 2,
-    )
+    year, month, day, hour, minute, second = moment.timetuple()[:6]
+    return _ZIP_EPOCH if year < 1980 else (year, month, day, hour, minute, second - second % 2)
 
 
 def write_zip(bundle_dir: Path, source_date: str | None = None) -> Path:

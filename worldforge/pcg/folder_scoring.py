@@ -37,6 +37,7 @@ from worldforge.pcg.score_report import (
     official_files,
     report_markdown,
     report_payload,
+    winner_sentence,
     write_results,
 )
 from worldforge.pcg.scoring import (
@@ -497,5 +498,6 @@ __all__ = [
     "stage_diversity",
     "stage_score",
     "stage_similarity",
+    "winner_sentence",
     "write_results",
 ]

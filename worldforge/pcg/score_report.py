@@ -177,14 +177,7 @@ def report_markdown(payload: Mapping[str, Any]) -> str:
             f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
         )
     r = payload["ranking"]
-    if r["winners"] or not r.get("leaders"):
-        lines += ["", f"Winner(s): {', '.join(r['winners']) or '-'} (decided by {r['decided_by']})."]
-    else:
-        lines += [
-            "",
-            f"Winner(s): none: the top program ({', '.join(r['leaders'])}) does not overcome "
-            "the zero-shot baseline.",
-        ]
+    lines += ["", winner_sentence(r)]
     if r["zero_shot_baseline"] is not None:
         lines.append(
             f"Beats the zero-shot baseline `{r['zero_shot_baseline']}`: {r['winner_beats_zero_shot']}."
@@ -192,6 +185,23 @@ def report_markdown(payload: Mapping[str, Any]) -> str:
     lines += ["", f"Missing or unreadable inputs (counted as 0): {payload['missing_count']}.", ""]
     lines += [payload["claim_boundary"], ""]
     return "\n".join(lines)
+
+
+def winner_sentence(ranking: Mapping[str, Any]) -> str:
+    """One line on the winner that never names a leader as winner the policy did not declare.
+
+    The policy requires the winner to overcome the zero-shot baseline; a reader skimming the
+    summary must see why there is no winner (the baseline was beaten or was not scored at all).
+    """
+    leaders = ", ".join(ranking.get("leaders") or [])
+    if ranking["winners"] or not leaders:
+        return f"Winner(s): {', '.join(ranking['winners']) or '-'} (decided by {ranking['decided_by']})."
+    if ranking["decided_by"] == "no-zero-shot-baseline":
+        return (
+            f"Winner(s): none: no zero-shot baseline was scored, so the top program ({leaders}) "
+            "cannot be declared the winner."
+        )
+    return f"Winner(s): none: the top program ({leaders}) does not overcome the zero-shot baseline."
 
 
 def write_results(
@@ -218,5 +228,6 @@ __all__ = [
     "official_files",
     "report_markdown",
     "report_payload",
+    "winner_sentence",
     "write_results",
 ]

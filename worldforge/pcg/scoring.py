@@ -19,8 +19,8 @@ listed* (the script silently aborts or logs); each input file counts on its own 
 three files of a letter when one is missing, which gives the same character score); and ranking
 implements the published policy the script leaves out: ties on the top score go to the shortest
 prompt (total characters of all prompt turns after ``<OBJECT>`` substitution, see
-:meth:`worldforge.pcg.programs.PromptProgram.prompt_length`), then co-winners, and the report says
-whether the winner beats the zero-shot baseline.
+:meth:`worldforge.pcg.programs.PromptProgram.prompt_length`), then co-winners, and a winner is
+declared only when it beats the zero-shot baseline (so never when that baseline was not scored).
 """
 
 from __future__ import annotations
@@ -353,7 +353,8 @@ class RankEntry:
 class Ranking:
     entries: tuple[RankEntry, ...]
     winners: tuple[str, ...]
-    decided_by: str  # "score", "shortest-prompt", "co-winners", "below-zero-shot" or "none"
+    #: "score", "shortest-prompt", "co-winners", "below-zero-shot", "no-zero-shot-baseline" or "none"
+    decided_by: str
     zero_shot: str | None
     beats_zero_shot: bool | None
     #: The top-ranked program(s) whether or not they overcome the zero-shot baseline; ``winners``
@@ -395,7 +396,10 @@ def rank_programs(
     rank. ``beats_zero_shot`` compares the leaders' score with the zero-shot baseline's; the policy
     declares a winner only when the leader overcomes that baseline (strictly higher score), so
     ``winners`` is empty (``decided_by == "below-zero-shot"``) when it does not. Without a zero-shot
-    baseline in the cohort the check cannot be made and the leaders are the winners.
+    baseline in the cohort the condition cannot be checked, so no winner is declared either
+    (``decided_by == "no-zero-shot-baseline"``, ``beats_zero_shot`` is ``None``): declaring the
+    leaders winners would claim something the run never measured. ``leaders`` always names the
+    top-ranked program(s).
     """
     lengths = dict(prompt_lengths or {})
     base = set(baselines) if baselines is not None else {n for n, _ in scores if is_baseline_name(n)}
@@ -425,6 +429,8 @@ def rank_programs(
     winners = leaders
     if beats is False:
         winners, decided = (), "below-zero-shot"
+    elif beats is None and leaders:
+        winners, decided = (), "no-zero-shot-baseline"
     return Ranking(entries, winners, decided, zs if zs in dict(scores) else None, beats, leaders)
 
 

@@ -12,7 +12,7 @@ import html
 from typing import Any
 
 from worldforge.core.canonical import canonical_json_text, pretty_json
-from worldforge.reports.sections import interpret_all, is_safe_png_data_uri, scalar_text
+from worldforge.reports.sections import EMPTY_TABLE_TEXT, interpret_all, is_safe_png_data_uri, scalar_text
 
 HTML_REPORT_SCHEMA_VERSION = 1
 
@@ -111,7 +111,11 @@ def _sections(sections: Any) -> str:
         parts.append(f"<h2>{esc(section.title)}</h2>")
         if section.description:
             parts.append(f"<p>{esc(section.description)}</p>")
-        if section.kind == "table":
+        if section.kind == "table" and not section.rows:
+            # No rows means no known columns either: a sentence, not a headerless empty table.
+            if not section.description:
+                parts.append(f"<p>{EMPTY_TABLE_TEXT}</p>")
+        elif section.kind == "table":
             rows = [[esc(row[c]) if c in row else "" for c in section.columns] for row in section.rows]
             parts.append(_table(section.columns, rows))
         elif section.kind == "images":

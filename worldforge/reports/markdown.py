@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from worldforge.core.canonical import canonical_json_text, pretty_json
-from worldforge.reports.sections import interpret_all, scalar_text
+from worldforge.reports.sections import EMPTY_TABLE_TEXT, interpret_all, scalar_text
 
 METRICS_CELL_LIMIT = 160
 
@@ -98,7 +98,13 @@ def _sections(sections: Any) -> list[str]:
         lines += [f"## {md_escape(section.title)}", ""]
         if section.description:
             lines += [md_escape(section.description), ""]
-        if section.kind == "table":
+        if section.kind == "table" and not section.rows:
+            # No rows means no known columns either: a sentence, not a headerless empty table.
+            if section.description:
+                lines.pop()  # the description already ends the section; keep one blank line
+            else:
+                lines.append(EMPTY_TABLE_TEXT)
+        elif section.kind == "table":
             rows = [
                 [md_escape(row.get(c)) if c in row else "" for c in section.columns] for row in section.rows
             ]

@@ -3,7 +3,8 @@
 A section value is rendered by shape, so suites need no renderer code of their own:
 
 * a list of flat dicts -> a table (columns in first-seen order);
-* ``{"rows": [...], "title"?, "description"?}`` -> a titled table;
+* ``{"rows": [...], "title"?, "description"?}`` -> a titled table; with no rows, only the
+  description, or :data:`EMPTY_TABLE_TEXT` without one (a headerless empty table reads as a bug);
 * ``{"images": [{"caption", "src"}], "title"?, "description"?}`` -> an image gallery; the only accepted
   ``src`` is ``data:image/png;base64,<base64>``; anything else is dropped and counted;
 * a flat dict -> a key/value list; a string -> a paragraph; anything else -> a JSON block.
@@ -20,6 +21,8 @@ from worldforge.core.canonical import canonical_json_text
 DATA_URI_PREFIX = "data:image/png;base64,"
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 SCALARS = (str, int, float, bool, type(None))
+#: What a table section with no rows renders as (its columns are unknown, so no table is drawn).
+EMPTY_TABLE_TEXT = "No entries."
 
 
 def is_safe_png_data_uri(src: Any) -> bool:
@@ -103,4 +106,12 @@ def interpret_all(sections: Any) -> list[Section]:
     return [interpret(key, value) for key, value in sections.items()]
 
 
-__all__ = ["DATA_URI_PREFIX", "Section", "interpret", "interpret_all", "is_safe_png_data_uri", "scalar_text"]
+__all__ = [
+    "DATA_URI_PREFIX",
+    "EMPTY_TABLE_TEXT",
+    "Section",
+    "interpret",
+    "interpret_all",
+    "is_safe_png_data_uri",
+    "scalar_text",
+]

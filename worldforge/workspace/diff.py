@@ -7,7 +7,12 @@ consequence of a changed input:
 * ``provider-changed``, ``dataset-changed``, ``config-changed``, ``cohort-changed``,
   ``code-version-changed``, ``model-changed``, ``input-changed`` — the cause of a difference;
 * ``upstream-stage-changed`` — a pipeline stage differs because an earlier stage of the item did;
-* ``item-added`` / ``item-removed`` — the item set differs.
+* ``item-added`` / ``item-removed`` — the item set differs;
+* ``provider-events-differ`` — informational, never a cause: the runs made a different number of
+  provider calls (a rerun that reuses cached stage results makes none). Provider *identity* —
+  the provider names in the config and the ``providers`` / ``models`` / ``runtime_manifests`` of a
+  recorded input value — is what ``provider-changed`` is derived from, because how often a provider
+  was called says nothing about which provider produced the results.
 
 Per-item records may hold ``stages: {name: {"digest": ..., "input_digest"?, "version"?,
 "model_digest"?}}``; stages are compared in record order so the first differing stage is named.
@@ -60,12 +65,38 @@ def _load_items(run_dir: Path) -> dict[str, dict[str, Any]]:
     return items
 
 
-def _providers_seen(run_dir: Path) -> list[str]:
-    seen = set()
+#: Keys of a recorded input value that identify the providers (names, versions, model identities
+#: and digests, runtime manifests); a difference under one of them is ``provider-changed``.
+PROVIDER_IDENTITY_KEYS = ("providers", "models", "runtime_manifests")
+#: Reason for a difference in provider call counts: reported, but not a cause of anything.
+PROVIDER_EVENTS_REASON = "provider-events-differ"
+
+
+def _provider_identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Provider identity recorded in the run's input values, by ``<input>.<key>``.
+
+    Inputs are what the input digest covers, so they are the run's own statement of which
+    providers (and which model versions) it evaluated; a value too large to be kept in the
+    manifest contributes nothing here, and its digest still shows up as an input change.
+    """
+    identity: dict[str, Any] = {}
+    for entry in manifest.get("inputs") or []:
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, dict):
+            for key in PROVIDER_IDENTITY_KEYS:
+                if key in value:
+                    identity[f"{entry.get('name')}.{key}"] = value[key]
+    return identity
+
+
+def _provider_event_counts(run_dir: Path) -> dict[str, int]:
+    """Provider events per provider name (informational: cache reuse makes these differ)."""
+    counts: dict[str, int] = {}
     for event in read_chain(run_dir / EVENTS_NAME).events:
         if event.get("type") == "provider.event":
-            seen.add(str((event.get("payload") or {}).get("provider")))
-    return sorted(seen)
+            name = str((event.get("payload") or {}).get("provider"))
+            counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 class _Collector:
@@ -209,8 +240,17 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
             digest_payload(db[ref_id]) if ref_id in db else None,
             "dataset-changed",
         )
+    pa, pb = _provider_identity(ma), _provider_identity(mb)
+    for key in sorted(set(pa) | set(pb)):
+        c.compare(
+            "providers", f"provider identity: inputs.{key}", pa.get(key), pb.get(key), "provider-changed"
+        )
     c.compare(
-        "providers", "provider events", _providers_seen(dir_a), _providers_seen(dir_b), "provider-changed"
+        "providers",
+        "provider events",
+        _provider_event_counts(dir_a),
+        _provider_event_counts(dir_b),
+        PROVIDER_EVENTS_REASON,
     )
     inputs_equal = ma.get("input_digest") == mb.get("input_digest")
     upstream = [
@@ -273,4 +313,10 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
     }
 
 
-__all__ = ["CAUSE_PRIORITY", "DIFF_SCHEMA_VERSION", "diff_runs"]
+__all__ = [
+    "CAUSE_PRIORITY",
+    "DIFF_SCHEMA_VERSION",
+    "PROVIDER_EVENTS_REASON",
+    "PROVIDER_IDENTITY_KEYS",
+    "diff_runs",
+]
