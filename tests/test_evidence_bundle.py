@@ -378,3 +378,34 @@ def test_property_corrupted_manifests_never_crash_verify(which: str, position: f
         report = verify_run(target) if which == "run" else verify_bundle_dir(target)
         assert isinstance(report.ok, bool)  # reported, never raised
         assert all(p.code and p.message for p in report.problems)
+
+
+def test_a_secret_in_a_provider_spec_leaves_no_trace_in_names_or_texts(tmp_path: Path) -> None:
+    """Item files are named after item ids, which carry the provider spec: a key typed there must be
+    redacted in file names, the zip's member names, issue.md's expected signal and the ledger, and
+    the bundle must still verify (the sanitized manifest indexes the sanitized names)."""
+    from typer.testing import CliRunner
+
+    from worldforge.cli.app import app
+
+    key = "sk-proj-" + "A" * 28
+    ws = tmp_path / "ws"
+    runner = CliRunner()
+    done = runner.invoke(
+        app, ["eval", "--suite", "planning", "--provider", f"mock:{key}", "--run-workspace", str(ws)]
+    )
+    assert done.exit_code == 0, done.output
+    run_id = next((ws / "runs").iterdir()).name
+    assert any(key in p.name for p in (ws / "runs" / run_id / "items").iterdir())  # the premise
+    out = tmp_path / "bundle"
+    done = runner.invoke(app, ["runs", "bundle", run_id, "-w", str(ws), "-o", str(out), "--zip"])
+    assert done.exit_code == 0, done.output
+    zipped = out.with_suffix(".zip")
+    assert key.encode() not in all_bytes(out)
+    assert not [p for p in out.rglob("*") if "AAAAAAAAAAAAAAAAAAAA" in str(p)]
+    with zipfile.ZipFile(zipped) as archive:
+        assert not [n for n in archive.namelist() if "AAAAAAAAAAAAAAAAAAAA" in n]
+        assert not [n for n in archive.namelist() if key.encode() in archive.read(n)]
+    manifest = json.loads((out / "evidence_manifest.json").read_text())
+    assert manifest["safe_to_attach"] and manifest["redactions"]
+    assert verify_bundle_dir(out).ok and verify_bundle_zip(zipped).ok

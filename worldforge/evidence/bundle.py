@@ -38,8 +38,9 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
-from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, RESULT_PATH
-from worldforge.workspace.store import effective_status, load_manifest, resolve_run_dir
+from worldforge.evidence.story import issue_md, run_story, summary_md
+from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME
+from worldforge.workspace.store import load_manifest, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
 EVIDENCE_SCHEMA_VERSION = 1
@@ -73,13 +74,17 @@ class _Builder:
         self.output_dir = output_dir
         self.files: list[dict[str, Any]] = []
         self.redactions: list[dict[str, Any]] = []
+        self.paths: set[str] = set()
 
     def add_bytes(
         self, bundle_path: str, source: str, kind: str, data: bytes, *, local_only: bool = False
     ) -> bytes | None:
-        record = _not_included(bundle_path, source, kind, data)
-        out: bytes | None = None
-        if local_only:
+        # Names leave the machine too (item ids carry provider specs): sanitized like contents.
+        record = _not_included(sanitize_text(bundle_path), sanitize_text(source), kind, data)
+        bundle_path, out = record["path"], None
+        if bundle_path in self.paths:
+            record["reason"] = "excluded: its sanitized name collides with another file's"
+        elif local_only:
             record["reason"] = "local-only: host invocation details and locks stay on this machine"
         elif len(data) > MAX_ATTACH_BYTES:
             record["reason"] = f"excluded: file exceeds the {MAX_ATTACH_BYTES}-byte attachment limit"
@@ -97,11 +102,14 @@ class _Builder:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(out)  # the staging directory is renamed into place as a whole
         self.files.append(record)
+        self.paths.add(bundle_path)
         return out
 
     def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
         """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
-        self.files.append({**_not_included(bundle_path, source, kind, data), "reason": reason})
+        record = _not_included(sanitize_text(bundle_path), sanitize_text(source), kind, data)
+        self.files.append({**record, "reason": reason})
+        self.paths.add(record["path"])
 
 
 def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict[str, Any]:
@@ -120,187 +128,10 @@ def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict
     }
 
 
-def _result_payload(run_dir: Path) -> Any:
-    try:
-        return json.loads((run_dir / RESULT_PATH).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _run_story(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Command, expected signal, observed failure and first triage step for one run."""
-    run_id = str(manifest.get("run_id"))
-    status = effective_status(run_dir, manifest)
-    result = _result_payload(run_dir)
-    expected = (
-        f"`{manifest.get('command')}` completes (status `completed`), writes a result digest, and "
-        f"`worldforge runs verify {run_id}` passes."
-    )
-    if isinstance(result, dict) and isinstance(result.get("expected_signal"), str):
-        expected = result["expected_signal"]
-    error = manifest.get("error") or {}
-    if status == "failed":
-        observed = f"Run failed: {error.get('type', 'error')}: {error.get('message', 'no message recorded')}"
-        triage = f"Open `runs/{run_id}/events.jsonl` at the `run.failed` event and rerun the command above."
-    elif status == "interrupted":
-        reason = error.get("message", "no terminal event")
-        observed = f"Run was interrupted after {manifest.get('event_count')} events ({reason})."
-        triage = f"Resume it with `worldforge runs resume {run_id}`; completed items are reused."
-    elif status == "running":
-        observed = "Run was still in progress when the bundle was made."
-        triage = "Wait for the run to finish, then bundle it again."
-    else:
-        failed = None
-        if isinstance(result, dict):
-            for key in ("failed_count", "failed", "failure_count"):
-                if isinstance(result.get(key), int) and not isinstance(result.get(key), bool):
-                    failed = result[key]
-                    break
-        observed = (
-            f"Run completed; {failed} item(s) or scenario(s) failed."
-            if failed
-            else "Run completed; no failure recorded."
-        )
-        triage = (
-            f"Run `worldforge runs verify runs/{run_id}` inside the bundle, then compare against a "
-            f"baseline with `worldforge runs diff <baseline-run> {run_id}`."
-        )
-    return {
-        "run_id": run_id,
-        "kind": manifest.get("kind"),
-        "status": status,
-        "command": sanitize_text(str(manifest.get("command") or "")),
-        "input_digest": manifest.get("input_digest"),
-        "result_digest": manifest.get("result_digest"),
-        "claim_boundary": manifest.get("claim_boundary"),
-        "expected_signal": expected,
-        "observed_failure": sanitize_text(observed),
-        "first_triage_step": triage,
-    }
-
-
 def _source_date(manifests: list[dict[str, Any]]) -> str | None:
     stamps = [str(m.get("updated_at") or m.get("created_at") or "") for m in manifests]
     stamps = [s for s in stamps if s]
     return max(stamps) if stamps else None
-
-
-def _summary_md(
-    runs: list[dict[str, Any]],
-    files: list[dict[str, Any]],
-    redactions: list[dict[str, Any]],
-    source_date: str | None,
-    fixture_digests: list[dict[str, Any]] | None = None,
-) -> str:
-    lines = ["# WorldForge Evidence Bundle", ""]
-    lines += [
-        f"- Runs: {len(runs)}",
-        f"- Source date: {source_date or 'unknown'}",
-        f"- Sanitizer: {SANITIZER_VERSION}",
-    ]
-    included = sum(1 for f in files if f["included"])
-    lines += [
-        f"- Files: {included} included, {len(files) - included} excluded",
-        f"- Redactions: {sum(r['count'] for r in redactions)}",
-        "",
-    ]
-    lines += [
-        "## Runs",
-        "",
-        "| Run | Kind | Status | Result digest | Command |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for run in runs:
-        lines.append(
-            f"| `{run['run_id']}` | {run['kind']} | {run['status']} | `{run['result_digest']}` | "
-            f"`{run['command']}` |"
-        )
-    lines += [
-        "",
-        "## Files",
-        "",
-        "| Path | Included | Safe to attach | SHA-256 | Reason |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for record in files:
-        digest = record["sha256"] or record["source_sha256"]
-        lines.append(
-            f"| `{record['path']}` | {str(record['included']).lower()} | "
-            f"{str(record['safe_to_attach']).lower()} | `{digest}` | {record['reason']} |"
-        )
-    if fixture_digests:
-        lines += [
-            "",
-            "## Fixture digests",
-            "",
-            "| Run | Input | Path | SHA-256 | In bundle |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        for fixture in fixture_digests:
-            lines.append(
-                f"| `{fixture['run_id']}` | {sanitize_text(str(fixture['name']))} | "
-                f"`{sanitize_text(str(fixture['path']))}` | `{fixture['sha256']}` | "
-                f"{'`' + fixture['bundled_as'] + '`' if fixture['bundled_as'] else 'no'} |"
-            )
-    rules: dict[str, int] = {}
-    for entry in redactions:
-        rules[entry["rule"]] = rules.get(entry["rule"], 0) + entry["count"]
-    if rules:
-        lines += ["", "## Redactions by rule", "", "| Rule | Count |", "| --- | --- |"]
-        lines += [f"| {rule} | {count} |" for rule, count in sorted(rules.items())]
-    lines += [
-        "",
-        "## Claim boundary",
-        "",
-        "This bundle copies checkout-safe evidence of the listed runs with secrets, signed-URL parameters "
-        "and host-local paths redacted in place; excluded files are listed with their reason and digest. "
-        "It uploads nothing and makes no quality, fidelity or safety claim beyond each run's own "
-        "claim boundary.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list[dict[str, Any]]) -> str:
-    included = sum(1 for f in files if f["included"])
-    excluded = len(files) - included
-    redaction_total = sum(r["count"] for r in redactions)
-    lines = [
-        f"## WorldForge run issue: `{run['run_id']}`",
-        "",
-        "### Command",
-        "",
-        f"`{run['command']}`",
-        "",
-        "### Expected signal",
-        "",
-        run["expected_signal"],
-        "",
-        "### Observed failure",
-        "",
-        run["observed_failure"],
-        "",
-        "### Digests",
-        "",
-        f"- status: `{run['status']}`",
-        f"- input_digest: `{run['input_digest']}`",
-        f"- result_digest: `{run['result_digest']}`",
-        "",
-        "### Safe-to-attach notes",
-        "",
-        f"- safe_to_attach: `true` for the {included} included files: they were sanitized in place "
-        f"({redaction_total} redactions; the ledger in `evidence_manifest.json` lists rule, file and line, "
-        "never the secret).",
-        f"- {excluded} file(s) were excluded (binary, oversize, local-only or changed since the run); "
-        "each stays listed in `evidence_manifest.json` with its reason and source digest.",
-        "- Check the bundle offline with `worldforge runs verify <bundle-dir-or-zip>` before attaching.",
-        "",
-        "### First triage step",
-        "",
-        run["first_triage_step"],
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def _cited_manifest_file(run_dir: Path, manifest: dict[str, Any], rel_path: str) -> Path | None:
@@ -397,7 +228,7 @@ def build_bundle(
     for run_dir in run_dirs:
         manifest = load_manifest(run_dir)
         manifests.append(manifest)
-        stories.append(_run_story(run_dir, manifest))
+        stories.append(run_story(run_dir, manifest))
         for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
             rel = path.relative_to(run_dir).as_posix()
             local = rel == LOCK_NAME or rel.startswith(LOCAL_DIR + "/") or path.is_symlink()
@@ -417,10 +248,10 @@ def build_bundle(
             else:
                 builder.add_excluded(copy.bundle_path, copy.source, copy.kind, copy.data, copy.reason)
     source_date = _source_date(manifests)
-    summary = _summary_md(stories, builder.files, builder.redactions, source_date, fixture_digests)
+    summary = summary_md(stories, builder.files, builder.redactions, source_date, fixture_digests)
     generated = [("summary.md", summary)]
     if issue:
-        generated.append(("issue.md", _issue_md(stories[0], builder.files, builder.redactions)))
+        generated.append(("issue.md", issue_md(stories[0], builder.files, builder.redactions)))
     for name, text in generated:
         data = text.encode("utf-8")
         (out / name).write_bytes(data)
