@@ -409,3 +409,30 @@ def test_a_secret_in_a_provider_spec_leaves_no_trace_in_names_or_texts(tmp_path:
     manifest = json.loads((out / "evidence_manifest.json").read_text())
     assert manifest["safe_to_attach"] and manifest["redactions"]
     assert verify_bundle_dir(out).ok and verify_bundle_zip(zipped).ok
+
+
+def test_input_fixtures_are_found_from_where_the_run_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mock-smoke scene is found from the run's start directory, so bundling the same run from
+    the checkout and from elsewhere gives the same bundle, fixture included."""
+    from typer.testing import CliRunner
+
+    from worldforge.cli.app import app
+
+    runner = CliRunner()
+    ws = tmp_path / "ws"
+    monkeypatch.chdir(REPO)
+    done = runner.invoke(app, ["benchmark", "--preset", "mock-smoke", "--run-workspace", str(ws)])
+    assert done.exit_code == 0, done.output
+    run_id = next((ws / "runs").iterdir()).name
+    zips = []
+    for where in (REPO, tmp_path):
+        monkeypatch.chdir(where)
+        out = tmp_path / f"bundle-{len(zips)}"
+        done = runner.invoke(app, ["runs", "bundle", run_id, "-w", str(ws), "-o", str(out), "--zip"])
+        assert done.exit_code == 0, done.output
+        (scene,) = json.loads((out / "evidence_manifest.json").read_text())["fixture_digests"]
+        assert scene["bundled_as"] == "inputs/dataset-manifests/fixtures/mock-evaluation/cube-on-table.json"
+        zips.append(out.with_suffix(".zip").read_bytes())
+    assert zips[0] == zips[1]

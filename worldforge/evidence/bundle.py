@@ -36,7 +36,7 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
-from worldforge.evidence.inputs import run_inputs
+from worldforge.evidence.inputs import run_inputs, run_start_dir
 from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME
@@ -240,7 +240,7 @@ def build_bundle(
                 local_only=local,
             )
         _add_dataset_manifests(builder, run_dir, manifest, copied_datasets)
-        digests, copies = run_inputs(manifest, claimed_inputs)
+        digests, copies = run_inputs(manifest, claimed_inputs, run_start_dir(run_dir))
         fixture_digests.extend(digests)
         for copy in copies:
             if copy.reason is None:

@@ -5,8 +5,10 @@ the inputs themselves to rerun the command: the fixture files a run read (e.g. t
 ``mock-smoke`` preset) and, for benchmark runs, the preset and its budget. This module works out
 which of them can travel:
 
-* a recorded input **file** whose repository-relative path still resolves (from the current
-  directory or one of its parents) to bytes with the recorded digest is copied to
+* a recorded input **file** whose repository-relative path still resolves (from the directory the
+  run was started in, or one of its parents -- never from where the bundle is made, so a bundle
+  does not depend on the directory ``runs bundle`` is typed in) to bytes with the recorded digest
+  is copied to
   ``inputs/<path>``; a file that changed since the run is listed as excluded (a changed copy would
   be evidence of something else), and one recorded outside the repository (``<external>/name``)
   is listed by digest only;
@@ -28,6 +30,7 @@ from typing import Any
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.evidence.sanitize import sanitize_text
+from worldforge.workspace.run import LOCAL_DIR
 
 PRESET_SCHEMA_VERSION = 1
 
@@ -43,15 +46,26 @@ class InputCopy:
     reason: str | None = None
 
 
-def find_repo_file(rel_path: str) -> Path | None:
-    """A repository-relative path looked up from the current directory upwards (``None`` if unsafe)."""
+def run_start_dir(run_dir: Path) -> Path | None:
+    """The directory the run was started in, from its local ``.local/invocation.json`` record."""
+    import json
+
+    try:
+        invocation = json.loads((run_dir / LOCAL_DIR / "invocation.json").read_text(encoding="utf-8"))
+        start = Path(str(invocation["cwd"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return start if start.is_absolute() else None
+
+
+def find_repo_file(rel_path: str, start: Path | None) -> Path | None:
+    """A repository-relative path looked up from ``start`` upwards (``None`` if unsafe or unknown)."""
     pure = PurePosixPath(rel_path)
     if not rel_path or rel_path.startswith("<") or pure.is_absolute() or ".." in pure.parts:
         return None
-    if "\\" in rel_path:
+    if "\\" in rel_path or start is None:
         return None
-    cwd = Path.cwd()
-    for base in (cwd, *cwd.parents):
+    for base in (start, *start.parents):
         candidate = base / pure
         if candidate.is_file():
             return candidate
@@ -89,13 +103,14 @@ def _preset_files(run_id: str, entry: dict[str, Any]) -> list[InputCopy]:
 
 
 def run_inputs(
-    manifest: dict[str, Any], already: dict[str, str | None]
+    manifest: dict[str, Any], already: dict[str, str | None], start: Path | None
 ) -> tuple[list[dict[str, Any]], list[InputCopy]]:
     """Fixture-digest records and the files to bundle for one run's recorded inputs.
 
     ``already`` maps the bundle paths claimed by earlier runs to the digest bundled there (``None``
     when listed as excluded); it is updated, so a fixture shared by several runs is copied once and
-    a run's ``bundled_as`` is set only when the bundled bytes are the ones it read.
+    a run's ``bundled_as`` is set only when the bundled bytes are the ones it read. ``start`` is the
+    run's start directory (:func:`run_start_dir`); without it, files are listed by digest only.
     """
     run_id = str(manifest.get("run_id"))
     digests: list[dict[str, Any]] = []
@@ -123,7 +138,7 @@ def run_inputs(
             "bundled_as": None,
         }
         digests.append(record)
-        found = find_repo_file(rel_path)
+        found = find_repo_file(rel_path, start)
         if found is None:
             continue
         bundle_path = f"inputs/{PurePosixPath(rel_path).as_posix()}"
@@ -142,4 +157,4 @@ def run_inputs(
     return digests, copies
 
 
-__all__ = ["InputCopy", "find_repo_file", "run_inputs"]
+__all__ = ["InputCopy", "find_repo_file", "run_inputs", "run_start_dir"]
