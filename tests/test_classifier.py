@@ -200,8 +200,10 @@ def test_vectors_do_not_depend_on_batch_composition(tmp_path: Path, kind: str) -
     resumed run (which classifies a different set of images per batch) would not reproduce an
     uninterrupted run's result digest.
     """
-    spec = None if kind == "bundled" else str(
-        _vit_checkpoint(tmp_path / "vit", hidden=48, layers=2, heads=4, shuffled=False)
+    spec = (
+        None
+        if kind == "bundled"
+        else str(_vit_checkpoint(tmp_path / "vit", hidden=48, layers=2, heads=4, shuffled=False))
     )
     clf = load_classifier(spec, device="cpu")
     images = _noisy_images(40)
