@@ -528,3 +528,10 @@ def test_adversarial_inputs_stay_linear(text: str) -> None:
     start = time.perf_counter()
     sanitize_text(text)
     assert time.perf_counter() - start < 5.0
+
+
+def test_jwt_inside_a_slug_is_redacted() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    for text in (f"items/mock_{jwt}.json", f"mock-{jwt}", f"bearer={jwt}"):
+        assert jwt[:20] not in sanitize_text(text), text
+    assert sanitize_text("keyJson eyJustAWord") == "keyJson eyJustAWord"

@@ -398,7 +398,10 @@ RULES: tuple[Rule, ...] = (
     Rule("url-userinfo", "user[:password]@ in URLs", ("://",), _USERINFO_RE, _userinfo),
     Rule("signed-url-param", "signed-URL / credential query parameters", ("=",), _QUERY_RE, _query_param),
     _provider_rule(
-        "jwt", "JSON Web Tokens", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+        "jwt",
+        "JSON Web Tokens",
+        ("eyj",),
+        _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
     ),
     Rule(
         "auth-header",
