@@ -173,6 +173,13 @@ def test_end_to_end_mock_in_run_workspace(tmp_path: Path, pixel_classifier: None
     assert len(report.sections["gallery[zero-shot]"]["images"]) == 9
     assert [w["letter"] for w in report.sections["weights_per_letter"]["rows"]] == ["A", "B", "C"]
     assert report.sections["measurement"]["classifier.id"] == "pixel-test"
+    # worst levels: each program represented, listed worst first across programs
+    worst = report.sections["worst_levels"]["rows"]
+    assert {row["program"] for row in worst} == {"zero-shot", "zero-shot-multi-turn"}
+    badness = [row["sta"] * row["sim"] for row in worst]
+    assert badness == sorted(badness) or all(
+        a <= b + 1e-4 for a, b in zip(badness, badness[1:], strict=False)
+    )  # rows carry values rounded to 4 places
     baseline_rows = report.sections["baseline_comparison"]["rows"]
     assert {row["program"]: row["beats_baseline"] for row in baseline_rows} == {
         "zero-shot": False,

@@ -427,6 +427,32 @@ def test_diff_identical_provider_change_and_stage_reason(tmp_path: Path) -> None
     ]
 
 
+def test_diff_names_the_first_pipeline_stage_that_changed(tmp_path: Path) -> None:
+    """Records are stored with sorted keys; the diff still walks the level pipeline in run order, so
+    a changed generation is the cause and everything after it is downstream."""
+    pipeline = ("generate", "extract", "convert", "simulate", "render", "classify")
+
+    def run_with(seed: int, order: list[str] | None = None) -> Path:
+        stages = {n: {"digest": sha_json([n, seed]), "input_digest": sha_json([n, seed])} for n in pipeline}
+        record: dict[str, Any] = {"stages": stages, **({"stage_order": order} if order else {})}
+        with start_run(tmp_path / "ws", "evaluation", ["w"], {"providers": ["mock"]}) as run:
+            run.record_item("A/0", ZERO, record)
+            run.complete({"seed": seed})
+        return run.dir
+
+    changes = diff_runs(run_with(42), run_with(43))["changes"]
+    stage_changes = [
+        (ch["path"].rsplit("/", 1)[1], ch["reason"]) for ch in changes if ch["section"] == "stages"
+    ]
+    assert stage_changes[0][0] == "generate" and stage_changes[0][1] != "upstream-stage-changed"
+    assert [name for name, _ in stage_changes] == list(pipeline)
+    assert {reason for _, reason in stage_changes[1:]} == {"upstream-stage-changed"}
+    # an explicit order in the record wins over the built-in one
+    custom = ["render", "classify", "generate", "extract", "convert", "simulate"]
+    changes = diff_runs(run_with(1, custom), run_with(2, custom))["changes"]
+    assert [ch["path"].rsplit("/", 1)[1] for ch in changes if ch["section"] == "stages"] == custom
+
+
 def _identity_run(ws: Path, model: str, calls: int) -> Path:
     """A run whose provider identity is ``model``; ``calls`` provider events (0 = all cached)."""
     from worldforge.providers.events import ProviderEvent

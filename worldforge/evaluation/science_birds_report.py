@@ -198,34 +198,44 @@ def build_sections(
 
     worst_rows = []
     worst_images = []
+
+    # each program's few worst levels (so every program is represented), listed worst first overall
+    def badness(r: Mapping[str, Any]) -> tuple[float, str]:
+        return (float(r["sta"]) * float(r["sim"]), str(r["item_id"]))
+
+    chosen = []
     for prog in programs:
-        recs = [r for r in records.values() if r["program"] == prog.name]
-        recs.sort(key=lambda r: (float(r["sta"]) * float(r["sim"]), str(r["item_id"])))
-        for r in recs[:WORST_PER_PROGRAM]:
-            text = r.get("program_text") or r.get("reply") or r.get("reply_preview") or ""
-            worst_rows.append(
+        recs = sorted((r for r in records.values() if r["program"] == prog.name), key=badness)
+        chosen.extend(recs[:WORST_PER_PROGRAM])
+    for r in sorted(chosen, key=badness):
+        prog_name = str(r["program"])
+        text = r.get("program_text") or r.get("reply") or r.get("reply_preview") or ""
+        worst_rows.append(
+            {
+                "item": r["item_id"],
+                "program": prog_name,
+                "model": r["model"],
+                "letter": r["letter"],
+                "trial": r["trial"],
+                "sta": _r(r["sta"], 4),
+                "sim": _r(r["sim"], 4),
+                "failed_stage": r.get("failed_stage"),
+                "error": r.get("error"),
+                "program_text": str(text)[:PROGRAM_TEXT_PREVIEW],
+            }
+        )
+        if r.get("thumbnail"):
+            worst_images.append(
                 {
-                    "item": r["item_id"],
-                    "program": prog.name,
-                    "model": r["model"],
-                    "letter": r["letter"],
-                    "trial": r["trial"],
-                    "sta": _r(r["sta"], 4),
-                    "sim": _r(r["sim"], 4),
-                    "failed_stage": r.get("failed_stage"),
-                    "error": r.get("error"),
-                    "program_text": str(text)[:PROGRAM_TEXT_PREVIEW],
+                    "caption": f"{r['item_id']} (sta*sim {float(r['sta']) * float(r['sim']):.3f})",
+                    "src": r["thumbnail"],
                 }
             )
-            if r.get("thumbnail"):
-                worst_images.append(
-                    {
-                        "caption": f"{r['item_id']} (sta*sim {float(r['sta']) * float(r['sim']):.3f})",
-                        "src": r["thumbnail"],
-                    }
-                )
     sections["worst_levels"] = {
-        "title": "Worst levels (lowest stability x similarity) with their program text",
+        "title": (
+            f"Worst levels (each program's {WORST_PER_PROGRAM} lowest stability x similarity, "
+            "worst first) with their program text"
+        ),
         "rows": worst_rows,
     }
     sections["worst_levels_gallery"] = {"title": "Worst levels", "images": worst_images}

@@ -15,7 +15,10 @@ consequence of a changed input:
   was called says nothing about which provider produced the results.
 
 Per-item records may hold ``stages: {name: {"digest": ..., "input_digest"?, "version"?,
-"model_digest"?}}``; stages are compared in record order so the first differing stage is named.
+"model_digest"?}}``; stages are compared in pipeline order so the first differing stage is named
+as the cause and the later ones as ``upstream-stage-changed``. Records are stored with sorted keys,
+so their order says nothing: a record may list ``stage_order`` explicitly; otherwise the stages of
+the level pipeline run in :data:`PIPELINE_ORDER` and any other stage names follow alphabetically.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from worldforge.workspace.run import EVENTS_NAME
 from worldforge.workspace.store import effective_status, load_manifest
 
 DIFF_SCHEMA_VERSION = 1
+#: The order the level pipeline runs its stages in (generation first, classification last).
+PIPELINE_ORDER = ("generate", "extract", "convert", "simulate", "render", "classify")
 CAUSE_PRIORITY = (
     "provider-changed",
     "dataset-changed",
@@ -118,6 +123,14 @@ class _Collector:
         return True
 
 
+def _stage_order(record: dict[str, Any], names: set[str]) -> list[str]:
+    """Stages in the order they ran (see the module docstring)."""
+    explicit = record.get("stage_order")
+    ranked = [str(n) for n in explicit] if isinstance(explicit, list) else list(PIPELINE_ORDER)
+    known = [n for n in ranked if n in names]
+    return known + sorted(names - set(known))
+
+
 def _stage_reason(sa: dict[str, Any], sb: dict[str, Any], upstream: bool, item_inputs_equal: bool) -> str:
     for key in ("version", "impl_version", "code_version"):
         if sa.get(key) != sb.get(key):
@@ -170,7 +183,7 @@ def _diff_items(
         stages_b = rb.get("stages") if isinstance(rb, dict) else None
         if isinstance(stages_a, dict) and isinstance(stages_b, dict):
             upstream = False
-            order = list(stages_a) + [s for s in stages_b if s not in stages_a]
+            order = _stage_order(ra, set(stages_a) | set(stages_b))
             for stage in order:
                 sa, sb = stages_a.get(stage), stages_b.get(stage)
                 if not isinstance(sa, dict) or not isinstance(sb, dict):
