@@ -233,3 +233,24 @@ def test_stub_speaks_the_official_client_protocol(stub: OllamaStub) -> None:
         client.chat(model="nope", messages=[{"role": "user", "content": "x"}])
     assert info.value.status_code == 404 and info.value.error == "model 'nope' not found"
     assert stub.requests[0]["stream"] is False and stub.requests[1]["stream"] is True
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["http://127.0.0.1:99999", "ftp://127.0.0.1:9", "not a url", "http://127.0.0.1:9/?x=1", "", "http://:9"],
+)
+def test_malformed_host_is_a_usage_error_before_any_call(host: str) -> None:
+    from worldforge.providers.ollama import OllamaSettings
+
+    with pytest.raises(WorldForgeError, match="--ollama-host: .* is not a server address"):
+        OllamaSettings(model="qwen2.5", host=host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["http://127.0.0.1:11434", "127.0.0.1:11434", "https://gpu-box", "http://[::1]:11434", "http://h/ollama"],
+)
+def test_host_forms_the_ollama_client_accepts(host: str) -> None:
+    from worldforge.providers.ollama import OllamaSettings
+
+    assert OllamaSettings(model="qwen2.5", host=host).host == host

@@ -93,6 +93,38 @@ def _config_host() -> str | None:
     return str(config.ollama.host) if config is not None and config.ollama.host else None
 
 
+def _check_host(host: str) -> None:
+    """Reject a host that is not an http(s) server address before anything is sent.
+
+    Accepts what the ollama client accepts (``http://h:p``, ``https://h/prefix``, ``h:p``, ``h``);
+    a bad scheme, a port that is not a number in 1-65535, a query, a fragment or whitespace is a
+    usage error naming the value, instead of an "unreachable" failure after the run has started.
+    """
+    from urllib.parse import urlsplit
+
+    text = str(host).strip()
+    candidate = text if "://" in text else f"http://{text}"
+    try:
+        parts = urlsplit(candidate)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or not text
+        or any(ch.isspace() for ch in text)
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or (port is not None and not 1 <= port <= 65535)
+    ):
+        raise WorldForgeError(
+            f"--ollama-host: {host!r} is not a server address "
+            f"(expected http://HOST:PORT, e.g. {DEFAULT_HOST})."
+        )
+
+
 @dataclass(frozen=True)
 class OllamaSettings:
     """Everything that shapes a call; validated once so a bad flag fails before the run starts."""
@@ -120,6 +152,7 @@ class OllamaSettings:
             raise WorldForgeError("ollama.retries and ollama.backoff_s must be >= 0.")
         if int(self.max_tokens_per_trial) <= 0:
             raise WorldForgeError("ollama.max_tokens_per_trial must be positive.")
+        _check_host(self.host)
 
     @classmethod
     def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaSettings:
