@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from worldforge.pcg.programs import (
     program_from_texts,
     resolve_programs,
 )
+from worldforge.presets import PROGRAMS_DIR
 
 
 def _write(root: Path, files: dict[str, bytes | str]) -> Path:
@@ -112,9 +114,48 @@ def test_missing_folder_and_prompts_dir(tmp_path: Path) -> None:
 
 
 def test_duplicate_names_rejected(tmp_path: Path) -> None:
-    a = _write(tmp_path / "x" / "zero-shot", {"0.txt": "<OBJECT>"})
+    a = _write(tmp_path / "x" / "mine", {"0.txt": "<OBJECT>"})
+    b = _write(tmp_path / "y" / "mine", {"0.txt": "other <OBJECT>"})
+    with pytest.raises(WorldForgeError, match="two programs are named 'mine'"):
+        resolve_programs([str(a), str(b)])
+    # the shipped baseline spelled twice is still one name twice
     with pytest.raises(WorldForgeError, match="two programs are named 'zero-shot'"):
-        resolve_programs(["zero-shot", str(a)])
+        resolve_programs(["zero-shot", str(PROGRAMS_DIR / "zero-shot")])
+
+
+@pytest.mark.parametrize("name", programs.BUILTIN_PROGRAMS)
+def test_a_folder_holding_a_shipped_baseline_is_that_baseline(tmp_path: Path, name: str) -> None:
+    copy = tmp_path / "copy" / name
+    shutil.copytree(PROGRAMS_DIR / name, copy)
+    (canonical,) = resolve_programs([name])
+    for spelling in (str(PROGRAMS_DIR / name), PROGRAMS_DIR / name, str(copy)):
+        (prog,) = resolve_programs([spelling])
+        assert prog.builtin and prog.name == name
+        assert prog.identity() == canonical.identity() and prog.digest == canonical.digest
+    (prog,) = resolve_programs([str(copy)])
+    assert prog.source == copy  # inputs are recorded from the folder actually read
+
+
+def test_a_different_program_under_a_reserved_name_is_refused(tmp_path: Path) -> None:
+    impostor = _write(tmp_path / "zz" / "zero-shot", {"0.txt": "custom <OBJECT>\n"})
+    with pytest.raises(WorldForgeError) as info:
+        resolve_programs([str(impostor), "zero-shot-multi-turn"])
+    assert str(info.value) == (
+        f"{impostor}: the program name 'zero-shot' is reserved for the built-in baseline and these "
+        "prompts differ from it; rename the folder."
+    )
+    # an extra turn is a different program too, even with the baseline's first turn verbatim
+    shipped = (PROGRAMS_DIR / "zero-shot" / "prompts" / "0.txt").read_text(encoding="utf-8")
+    longer = _write(tmp_path / "longer" / "zero-shot", {"0.txt": shipped, "1.txt": "again <OBJECT>"})
+    with pytest.raises(WorldForgeError, match="reserved for the built-in baseline"):
+        resolve_programs([str(longer)])
+
+
+def test_a_baseline_copy_under_another_name_is_an_ordinary_program(tmp_path: Path) -> None:
+    copy = tmp_path / "my-zero-shot"
+    shutil.copytree(PROGRAMS_DIR / "zero-shot", copy)
+    (prog,) = resolve_programs([str(copy)])
+    assert prog.name == "my-zero-shot" and not prog.builtin
 
 
 def test_bad_letter_rejected() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from worldforge.core.digests import digest_payload
@@ -187,19 +187,44 @@ def builtin_program(name: str) -> PromptProgram:
     return load_program(builtin_programs_dir() / name, name=name, builtin=True)
 
 
-def resolve_programs(specs: Iterable[str] | None) -> list[PromptProgram]:
+def _as_shipped_baseline(prog: PromptProgram) -> PromptProgram:
+    """Mark a folder that *is* a shipped baseline as built-in; refuse one that only borrows its name.
+
+    Whether a program is a baseline changes the ranking (baselines are scored but not ranked) and
+    which program the winner must beat, so it has to follow from what the program is, not from how
+    it was spelled on the command line: ``zero-shot``, ``presets/programs/zero-shot`` and an
+    absolute path to the shipped folder are one program. Identity is the content digest (name plus
+    every turn), which also covers a copy with identical prompts (a wheel install next to a checkout). A
+    different program under a reserved name would appear in every report as the baseline it is
+    not, so it is rejected instead of being renamed behind the user's back.
+    """
+    if prog.builtin or prog.name not in BUILTIN_PROGRAMS:
+        return prog
+    if prog.digest == builtin_program(prog.name).digest:
+        return replace(prog, builtin=True)  # keep the folder actually read as the recorded source
+    where = prog.source if prog.source is not None else prog.name
+    raise WorldForgeError(
+        f"{where}: the program name {prog.name!r} is reserved for the built-in baseline and these "
+        "prompts differ from it; rename the folder."
+    )
+
+
+def _resolve_one(value: str | Path) -> PromptProgram:
+    """One ``--program`` value: a built-in name (unless such a folder exists here) or a folder."""
+    if isinstance(value, str) and value in BUILTIN_PROGRAMS and not Path(value).is_dir():
+        return builtin_program(value)
+    return _as_shipped_baseline(load_program(value))
+
+
+def resolve_programs(specs: Iterable[str | Path] | None) -> list[PromptProgram]:
     """Turn ``--program`` values (built-in names or folders) into programs; default: both baselines.
 
-    Names must be unique within a run because results are keyed by program name.
+    Names must be unique within a run because results are keyed by program name. A folder holding
+    a shipped baseline is that baseline (see :func:`_as_shipped_baseline`).
     """
     values = [s for s in (specs or []) if s]
     programs = (
-        [builtin_program(n) for n in BUILTIN_PROGRAMS]
-        if not values
-        else [
-            builtin_program(v) if v in BUILTIN_PROGRAMS and not Path(v).is_dir() else load_program(v)
-            for v in values
-        ]
+        [builtin_program(n) for n in BUILTIN_PROGRAMS] if not values else [_resolve_one(v) for v in values]
     )
     seen: set[str] = set()
     for prog in programs:
