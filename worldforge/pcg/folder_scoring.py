@@ -34,6 +34,7 @@ from worldforge.pcg.folder import (
 )
 from worldforge.pcg.score_report import (
     constants_json,
+    models_report_payload,
     official_files,
     report_markdown,
     report_payload,
@@ -437,7 +438,8 @@ def stage_score(
 
     With ``models`` each name is a sub-folder laid out as a competition folder; each is scored on
     its own (weights per model, files in ``<model>/result/``) and the per-model prompt scores are
-    summed and normalized into ``source/result/report.json`` (2025 aggregation). Baselines default
+    summed and normalized into ``source/result/report.json`` (2025 aggregation), whose top-level
+    numbers are the aggregates (:func:`models_report_payload`). Baselines default
     to folders named ``baseline*``; the zero-shot baseline to ``baseline_zero_shot``. Names that
     do not match the folder raise :class:`WorldForgeError` first (:func:`check_score_selection`).
     """
@@ -472,7 +474,7 @@ def stage_score(
             for name, length in r.prompt_lengths.items():
                 lengths.setdefault(name, length)
         ranking = rank_programs(list(multi.normalized.items()), prompt_lengths=lengths, **options)
-        payload = report_payload(per_model[models[0]], ranking, classifier=classifier, multi=multi)
+        payload = models_report_payload(per_model, multi, ranking, classifier=classifier)
         payload["note"] = "weights, trial and character scores are per model (see <model>/result/)"
         written.append(atomic_write_json(source / "result" / "report.json", payload))
         written.append(atomic_write_text(source / "result" / "report.md", report_markdown(payload)))
@@ -488,6 +490,7 @@ __all__ = [
     "check_score_selection",
     "constants_json",
     "image_files",
+    "models_report_payload",
     "ScoreStageReport",
     "team_names",
     "official_files",

@@ -95,30 +95,45 @@ def official_files(result: CompetitionScores, *, eol: str = "\r\n") -> dict[str,
     }
 
 
+def _weights(result: CompetitionScores) -> list[dict[str, str]]:
+    t = result.arithmetic.text
+    return [
+        {
+            "character": w.character,
+            "weight": t(w.weight),
+            "stability": t(w.stability),
+            "similarity": t(w.similarity),
+            "diversity": t(w.diversity),
+        }
+        for w in result.weights
+    ]
+
+
+_CLAIM_BOUNDARY = (
+    "Scores use the classifier named here; unless it is the official "
+    "pittawat/vit-base-uppercase-english-characters weights, similarity and diversity "
+    "numbers are not the official model's."
+)
+
+
 def report_payload(
     result: CompetitionScores,
     ranking: Ranking,
     *,
     classifier: Mapping[str, Any] | None = None,
-    multi: MultiModelScores | None = None,
 ) -> dict[str, Any]:
-    """JSON-native report: weights, program scores, ranking, missing inputs, classifier identity."""
+    """JSON-native report of one model: weights, scores, ranking, missing inputs, classifier.
+
+    Several models are reported by :func:`models_report_payload`, whose top-level numbers are the
+    aggregates; one model's numbers there would read as the competition's.
+    """
     t = result.arithmetic.text
-    payload: dict[str, Any] = {
+    return {
         "arithmetic": "exact-decimal" if result.arithmetic.exact else "float",
         "trials": result.trials,
         "characters": "".join(result.characters),
         "competition_score": t(result.competition),
-        "weights": [
-            {
-                "character": w.character,
-                "weight": t(w.weight),
-                "stability": t(w.stability),
-                "similarity": t(w.similarity),
-                "diversity": t(w.diversity),
-            }
-            for w in result.weights
-        ],
+        "weights": _weights(result),
         "programs": [
             {
                 "program": p.program,
@@ -132,59 +147,138 @@ def report_payload(
         "missing_inputs": result.missing,
         "missing_count": len(result.missing),
         "classifier": dict(classifier) if classifier else None,
-        "claim_boundary": (
-            "Scores use the classifier named here; unless it is the official "
-            "pittawat/vit-base-uppercase-english-characters weights, similarity and diversity "
-            "numbers are not the official model's."
-        ),
+        "claim_boundary": _CLAIM_BOUNDARY,
     }
-    if multi is not None:
-        m = multi.arithmetic.text
-        payload["models"] = {
+
+
+def models_report_payload(
+    per_model: Mapping[str, CompetitionScores],
+    multi: MultiModelScores,
+    ranking: Ranking,
+    *,
+    classifier: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The 2025 aggregate report over several models (pipeline spec section 7.3).
+
+    The top-level keys mean what they mean for one model, but every number is the aggregate, so a
+    reader of ``competition_score`` or ``programs`` sees the competition and not one model:
+    ``competition_score`` is ``sum_k total_prompt_k``; ``programs[].prompt_score`` is ``total_prompt_k =
+    sum_m prompt_{k,m}`` (the per-model scores next to it) and ``normalized_score`` its share of the
+    competition score; ``official_rank`` is the position by that share, as the official script
+    ranks. No aggregate weights exist (each model's scoring computes its own), so ``weights`` maps
+    each model to its weights. ``missing_inputs`` lists every model's entries, each naming its
+    model, and ``missing_count`` counts them all; ``models`` keeps the per-model breakdown.
+    """
+    ar = multi.arithmetic
+    t = ar.text
+    first = per_model[multi.models[0]]
+    order = sorted(multi.totals, key=lambda n: multi.normalized[n], reverse=True)  # stable for ties
+    missing: list[dict[str, Any]] = []
+    for model in multi.models:
+        missing.extend({"model": model, **entry} for entry in per_model[model].missing)
+        missing.extend(entry for entry in multi.missing if entry["model"] == model)
+    return {
+        "arithmetic": "exact-decimal" if ar.exact else "float",
+        "trials": first.trials,
+        "characters": "".join(first.characters),
+        "competition_score": t(multi.competition),
+        "weights": {model: _weights(per_model[model]) for model in multi.models},
+        "programs": [
+            {
+                "program": n,
+                "prompt_score": t(multi.totals[n]),
+                "normalized_score": t(multi.normalized[n]),
+                "official_rank": rank,
+                "per_model": {m: t(multi.per_model[n][m]) for m in multi.models},
+            }
+            for rank, n in enumerate(order, start=1)
+        ],
+        "ranking": ranking.to_dict(ar),
+        "missing_inputs": missing,
+        "missing_count": len(missing),
+        "classifier": dict(classifier) if classifier else None,
+        "claim_boundary": _CLAIM_BOUNDARY,
+        "models": {
             "models": list(multi.models),
-            "competition_score": m(multi.competition),
+            "competition_score": t(multi.competition),
+            "competition_score_per_model": {m: t(per_model[m].competition) for m in multi.models},
             "programs": [
                 {
                     "program": n,
-                    "total": m(multi.totals[n]),
-                    "normalized_total": m(multi.normalized[n]),
-                    "per_model": {k: m(v) for k, v in multi.per_model[n].items()},
-                    "normalized_per_model": {k: m(v) for k, v in multi.normalized_per_model[n].items()},
+                    "total": t(multi.totals[n]),
+                    "normalized_total": t(multi.normalized[n]),
+                    "per_model": {k: t(v) for k, v in multi.per_model[n].items()},
+                    "normalized_per_model": {k: t(v) for k, v in multi.normalized_per_model[n].items()},
                 }
                 for n in multi.totals
             ],
-            "missing_inputs": multi.missing,
-        }
-    return payload
+            "missing_inputs": missing,
+            "missing_count": {m: sum(e["model"] == m for e in missing) for m in multi.models},
+        },
+    }
 
 
 def report_markdown(payload: Mapping[str, Any]) -> str:
-    """A short human summary of :func:`report_payload`."""
+    """A short human summary of :func:`report_payload` or :func:`models_report_payload`.
+
+    With several models the table shows each model's prompt score, their sum and the normalized
+    total, so no single model's number stands in a column a reader takes for the total.
+    """
     lines = ["# Competition scores", ""]
     clf = payload.get("classifier")
     if clf:
         lines += [f"Classifier: `{clf.get('id')}` ({clf.get('weights_digest')})", ""]
     lines += [f"Arithmetic: {payload['arithmetic']}; trials: {payload['trials']}", ""]
-    lines += [
-        "| rank | program | normalized | prompt score | prompt length |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    prompt = {p["program"]: p["prompt_score"] for p in payload["programs"]}
-    for e in payload["ranking"]["entries"]:
-        rank = "baseline" if e["rank"] is None else str(e["rank"])
-        length = "" if e["prompt_length"] is None else str(e["prompt_length"])
-        lines.append(
-            f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
-        )
+    models = payload.get("models")
+    if models:
+        lines += _models_table(payload, models["models"])
+    else:
+        lines += [
+            "| rank | program | normalized | prompt score | prompt length |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        prompt = {p["program"]: p["prompt_score"] for p in payload["programs"]}
+        for e in payload["ranking"]["entries"]:
+            rank = "baseline" if e["rank"] is None else str(e["rank"])
+            length = "" if e["prompt_length"] is None else str(e["prompt_length"])
+            lines.append(
+                f"| {rank} | {e['program']} | {e['normalized_score']} | {prompt[e['program']]} | {length} |"
+            )
     r = payload["ranking"]
     lines += ["", winner_sentence(r)]
     if r["zero_shot_baseline"] is not None:
         lines.append(
             f"Beats the zero-shot baseline `{r['zero_shot_baseline']}`: {r['winner_beats_zero_shot']}."
         )
-    lines += ["", f"Missing or unreadable inputs (counted as 0): {payload['missing_count']}.", ""]
+    missing = f"Missing or unreadable inputs (counted as 0): {payload['missing_count']}"
+    if models:
+        missing += " (" + ", ".join(f"{m}: {n}" for m, n in models["missing_count"].items()) + ")"
+    lines += ["", missing + ".", ""]
     lines += [payload["claim_boundary"], ""]
     return "\n".join(lines)
+
+
+def _models_table(payload: Mapping[str, Any], models: Sequence[str]) -> list[str]:
+    """Markdown lines: how the totals are formed, then one row per program in ranking order."""
+    lines = [
+        f"Models: {', '.join(models)}. Each model is scored on its own (weights, trial and character "
+        "scores in `<model>/result/`); a program's total prompt score is the sum of its per-model "
+        "prompt scores, normalized by the competition score (the sum of all totals): "
+        f"{payload['competition_score']}.",
+        "",
+        "| rank | program | "
+        + "".join(f"prompt score ({m}) | " for m in models)
+        + "total prompt score | normalized total | prompt length |",
+        "| --- | --- | " + "--- | " * len(models) + "--- | --- | --- |",
+    ]
+    programs = {p["program"]: p for p in payload["programs"]}
+    for e in payload["ranking"]["entries"]:
+        p = programs[e["program"]]
+        rank = "baseline" if e["rank"] is None else str(e["rank"])
+        length = "" if e["prompt_length"] is None else str(e["prompt_length"])
+        cells = [*(p["per_model"][m] for m in models), p["prompt_score"], e["normalized_score"], length]
+        lines.append(f"| {rank} | {e['program']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def winner_sentence(ranking: Mapping[str, Any]) -> str:
@@ -210,14 +304,13 @@ def write_results(
     ranking: Ranking,
     *,
     classifier: Mapping[str, Any] | None = None,
-    multi: MultiModelScores | None = None,
     eol: str = "\r\n",
 ) -> tuple[dict[str, Any], list[Path]]:
-    """Write the four official files plus ``report.json`` / ``report.md``."""
+    """Write one model's four official files plus ``report.json`` / ``report.md``."""
     written = []
     for name, text in official_files(result, eol=eol).items():
         written.append(atomic_write_text(out_dir / name, text))
-    payload = report_payload(result, ranking, classifier=classifier, multi=multi)
+    payload = report_payload(result, ranking, classifier=classifier)
     written.append(atomic_write_json(out_dir / "report.json", payload))
     written.append(atomic_write_text(out_dir / "report.md", report_markdown(payload)))
     return payload, written
@@ -225,6 +318,7 @@ def write_results(
 
 __all__ = [
     "constants_json",
+    "models_report_payload",
     "official_files",
     "report_markdown",
     "report_payload",

@@ -15,12 +15,17 @@ and values print like ``toFixed()``. The operation order matches the official sc
 reproduces the published strings digit for digit.
 
 Differences from the official script, on purpose: a missing or unreadable input counts as 0 *and is
-listed* (the script silently aborts or logs); each input file counts on its own (the script drops all
-three files of a letter when one is missing, which gives the same character score); and ranking
-implements the published policy the script leaves out: ties on the top score go to the shortest
-prompt (total characters of all prompt turns after ``<OBJECT>`` substitution, see
+listed* (the script silently aborts or logs); and ranking implements the published policy the
+script leaves out: ties on the top score go to the shortest prompt (total characters of all prompt
+turns after ``<OBJECT>`` substitution, see
 :meth:`worldforge.pcg.programs.PromptProgram.prompt_length`), then co-winners, and a winner is
 declared only when it beats the zero-shot baseline (so never when that baseline was not scored).
+
+Like the official script, a letter whose stability, similarity or diversity input is missing (or
+unreadable) scores *all three* as empty defaults: its trial rows and character averages are 0, not
+the surviving files' values. The script reads a letter's three files in one ``try`` block and
+falls back to empty data when any read fails, while its weight pass reads every file on its own, so
+the surviving files still count in the weights here too. The unused inputs are listed as well.
 """
 
 from __future__ import annotations
@@ -273,13 +278,21 @@ def score_competition(
             c = cw.character
             raws = p.stability.get(c)
             sims = p.similarity.get(c)
-            if raws is None:
-                missing.append(_missing(p.name, c, "stability", "file missing"))
-            if sims is None:
-                missing.append(_missing(p.name, c, "similarity", "file missing"))
-            if c not in p.diversity:
-                missing.append(_missing(p.name, c, "diversity", "file missing"))
             div = ar.num(p.diversity.get(c, 0))
+            present = {
+                "stability": raws is not None,
+                "similarity": sims is not None,
+                "diversity": c in p.diversity,
+            }
+            absent = [kind for kind, ok in present.items() if not ok]
+            for kind in absent:
+                missing.append(_missing(p.name, c, kind, "file missing"))
+            if absent:
+                # Official rule: one missing file empties all three inputs of the letter for scoring
+                # (the weights above still used every file that was read).
+                reason = f"not scored: its {' and '.join(absent)} input is missing or unreadable"
+                missing.extend(_missing(p.name, c, kind, reason) for kind, ok in present.items() if ok)
+                raws, sims, div = None, None, zero
             trial_sum, sta_sum, sim_sum = ar.zero(), ar.zero(), ar.zero()
             for n in range(1, trials + 1):
                 sta_v = next((s for tag, s in raws or [] if trial_index(tag) == n), None)
