@@ -254,3 +254,15 @@ def test_host_forms_the_ollama_client_accepts(host: str) -> None:
     from worldforge.providers.ollama import OllamaSettings
 
     assert OllamaSettings(model="qwen2.5", host=host).host == host
+
+
+def test_busy_server_preflight_is_retried(stub: OllamaStub) -> None:
+    """A 5xx from /api/tags or /api/show (a server still loading) gets the generation retries."""
+    stub.fail_next = [503, 500]
+    provider, sleeps = _provider(stub)
+    assert provider.runtime_manifest()["model_digest"] == MODEL_DIGEST
+    assert sleeps == [0.5, 1.0]
+    stub.fail_next = [500] * 10
+    exhausted, _ = _provider(stub)
+    with pytest.raises(ProviderError, match="HTTP 500"):
+        exhausted.runtime_manifest()

@@ -266,6 +266,27 @@ class OllamaProvider(BaseProvider):
         )
 
     # -- runtime manifest -----------------------------------------------------------------------
+
+    def _preflight(self, call: Callable[[], Any]) -> Any:
+        """One ``/api/tags`` or ``/api/show`` call, retried with backoff on HTTP 5xx and timeouts.
+
+        A server that answers but is busy (loading a model, say) gets the same retries as a
+        generation call; a refused connection fails at once, since nothing is listening.
+        """
+        import httpx
+        import ollama
+
+        attempts = int(self.settings.retries) + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except (ollama.ResponseError, httpx.TimeoutException, TimeoutError) as exc:
+                busy = not isinstance(exc, ollama.ResponseError) or int(exc.status_code or 0) >= 500
+                if not busy or attempt == attempts:
+                    raise
+                self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
     def runtime_manifest(self) -> dict[str, Any]:
         """Model digest and parameters from ``/api/tags`` and ``/api/show`` (cached per provider).
 
@@ -279,8 +300,8 @@ class OllamaProvider(BaseProvider):
 
         model = self.settings.model
         try:
-            listed = self.client.list()
-            show = self.client.show(model)
+            listed = self._preflight(self.client.list)
+            show = self._preflight(lambda: self.client.show(model))
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise WorldForgeError(
