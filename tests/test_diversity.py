@@ -98,6 +98,10 @@ def test_stage_diversity_writes_official_layout_for_both_vectors(tmp_path: Path)
     )
     report = stage_diversity(tmp_path, trials=10, vector="softmax")
     assert report.succeeded == 1 and report.failed == 0
+    # the official script's log: <SOURCE>/logs/diversity_log_<time>.txt, one line per file
+    assert report.log_path is not None and report.log_path.parent == tmp_path / "logs"
+    assert report.log_path.name.startswith("diversity_log_") and ":" not in report.log_path.name
+    assert report.log_path.read_text().startswith("team1/similarity/A.json: Succeeded - diversity 0.0222")
     text = (tmp_path / "team1" / "diversity" / "A.json").read_text()
     data = json.loads(text)
     assert list(data) == ["diversityRate", "trials", "diversities", "count", "vector"]
@@ -118,5 +122,9 @@ def test_stage_diversity_reports_unreadable_files(tmp_path: Path) -> None:
     bad.write_text("{not json")
     report = stage_diversity(tmp_path, trials=10)
     assert report.failed == 1 and report.failures[0][0] == "team1/similarity/B.json"
+    assert report.log_path is not None
+    assert report.log_path.read_text().startswith(
+        "team1/similarity/B.json: Failed - unreadable similarity file"
+    )
     with pytest.raises(WorldForgeError, match="vector"):
         stage_diversity(tmp_path, vector="logits")

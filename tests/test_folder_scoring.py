@@ -39,6 +39,10 @@ def test_similarity_diversity_score_chain(tmp_path: Path) -> None:
     _competition(tmp_path)
     sim = stage_similarity(tmp_path, workers=2)
     assert sim.succeeded == 18 and not sim.failures
+    assert sim.log_path is not None and sim.log_path.name.startswith("similarity_log_")
+    log_lines = sim.log_path.read_text().splitlines()
+    assert len(log_lines) == 18 and all(": Succeeded - similarity " in line for line in log_lines)
+    assert any(line.startswith("alpha/images/H/alpha_H_1.png: Succeeded - similarity ") for line in log_lines)
     data = json.loads((tmp_path / "alpha" / "similarity" / "H.json").read_text())
     assert list(data) == ["count", "similarityRate", "trials", "similarities", "classifier"]
     assert data["count"] == 3

@@ -28,6 +28,7 @@ from worldforge.pcg.folder import (
     SKIPPED_DIRS,
     NullProgress,
     Progress,
+    StageLog,
     StageReport,
     list_files,
     list_teams,
@@ -128,6 +129,11 @@ def stage_similarity(
             jobs.append((team.name, letter, image_files(team / "images" / letter)))
     model = load_classifier(classifier)
     bar.start("similarity", sum(len(files) for _, _, files in jobs))
+    # the official script's similarity_log_<time>.txt: one line per image, like the other stages
+    log = StageLog(source, "similarity")
+    report.log_path = log.path
+    for where, why in report.failures:
+        log.write(f"{where}: Failed - {why}")
     for team_name, letter, files in jobs:
         index = LETTERS.index(letter)
         preds = model.classify(files, batch_size=batch_size, embedding=True, workers=workers) if files else []
@@ -146,6 +152,7 @@ def stage_similarity(
                 }
             )
             report.inputs.append(path)
+            log.write(f"{_rel(source, path)}: Succeeded - similarity {pred.softmax[index]}")
             bar(1)
         payload = {
             "count": len(files),
@@ -159,6 +166,7 @@ def stage_similarity(
         atomic_write_text(out, _dump(payload))
         report.outputs.append(out)
         report.succeeded += len(files)
+    log.close()
     return report
 
 
@@ -206,6 +214,8 @@ def stage_diversity(
         for f in list_files(team / "similarity", ".json")
     ]
     bar.start("diversity", len(files))
+    log = StageLog(source, "diversity")  # the official script's diversity_log_<time>.txt
+    report.log_path = log.path
     for path in files:
         where = _rel(source, path)
         report.inputs.append(path)
@@ -220,6 +230,7 @@ def stage_diversity(
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             report.failed += 1
             report.failures.append((where, f"unreadable similarity file: {exc}"))
+            log.write(f"{where}: Failed - unreadable similarity file: {exc}")
             bar(1)
             continue
         payload = {
@@ -236,7 +247,9 @@ def stage_diversity(
         atomic_write_text(out, _dump(payload))
         report.outputs.append(out)
         report.succeeded += 1
+        log.write(f"{where}: Succeeded - diversity {result.rate}")
         bar(1)
+    log.close()
     return report
 
 
