@@ -95,19 +95,21 @@ def show_cmd(
     """Show a run's manifest: status, digests, inputs, datasets and artifacts."""
     with cli_errors():
         _check_format(fmt, ("text", "json"))
-        from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
-        from worldforge.workspace.store import progress_counts
+        from worldforge.workspace import load_manifest, resolve_run_dir
+        from worldforge.workspace.store import run_summary
 
         run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
         manifest = load_manifest(run_dir)
-        manifest["effective_status"] = effective_status(run_dir, manifest)
-        items_line = f"{(manifest.get('items') or {}).get('count', 0)}"
-        events_line = f"{manifest.get('event_count')}"
-        if manifest["effective_status"] in ("running", "interrupted"):
-            on_disk_items, on_disk_events = progress_counts(run_dir)
-            manifest["progress"] = {"items_on_disk": on_disk_items, "events_on_disk": on_disk_events}
-            items_line = f"{on_disk_items} on disk (the manifest is updated when the run ends)"
-            events_line = f"{on_disk_events} on disk"
+        summary = run_summary(run_dir, manifest)  # counts files on disk for unfinished runs
+        manifest["effective_status"] = summary["status"]
+        items_line, events_line = f"{summary['item_count']}", f"{summary['event_count']}"
+        if summary["status"] in ("running", "interrupted"):
+            manifest["progress"] = {
+                "items_on_disk": summary["item_count"],
+                "events_on_disk": summary["event_count"],
+            }
+            items_line += " on disk (the manifest is updated when the run ends)"
+            events_line += " on disk"
         if fmt == "json":
             _print_json(manifest)
             return
@@ -305,6 +307,7 @@ def resume_cmd(
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
         from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
+        from worldforge.workspace.layout import read_invocation
 
         run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
         manifest = load_manifest(run_dir)
@@ -313,17 +316,16 @@ def resume_cmd(
             raise WorldForgeError(
                 f"resume {run_dir.name}: status is {status!r}; only interrupted or failed runs resume."
             )
-        invocation_path = run_dir / ".local" / "invocation.json"
-        cwd: str | None = None
-        if invocation_path.is_file():
-            invocation = json.loads(invocation_path.read_text(encoding="utf-8"))
-            argv, cwd = list(invocation["argv"]), invocation.get("cwd")
+        invocation = read_invocation(run_dir)
+        cwd: Path | None = None
+        if invocation is not None:
+            argv, cwd = invocation
         else:
             argv = list(manifest.get("argv") or [])
         if len(argv) < 2:
             raise WorldForgeError(f"resume {run_dir.name}: the run recorded no command to re-invoke.")
         previous = os.getcwd()
-        if cwd and Path(cwd).is_dir():
+        if cwd is not None and cwd.is_dir():
             os.chdir(cwd)
         try:
             code = _invoke(argv, run_dir.name)

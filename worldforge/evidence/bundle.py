@@ -36,9 +36,10 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
-from worldforge.evidence.inputs import run_inputs, run_start_dir
+from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
 from worldforge.evidence.story import issue_md, run_story, summary_md
+from worldforge.workspace.layout import read_invocation
 from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME
 from worldforge.workspace.store import load_manifest, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
@@ -134,22 +135,20 @@ def _source_date(manifests: list[dict[str, Any]]) -> str | None:
     return max(stamps) if stamps else None
 
 
-def _cited_manifest_file(run_dir: Path, manifest: dict[str, Any], rel_path: str) -> Path | None:
+def _cited_manifest_file(
+    invocation: tuple[list[str], Path] | None, manifest: dict[str, Any], rel_path: str
+) -> Path | None:
     """The file a run cited by its repository-relative ``rel_path``, located from the run's record.
 
-    The run's ``.local/invocation.json`` (argv and cwd, as ``runs resume`` uses them) and config
+    The run's invocation record (argv and cwd, as ``runs resume`` uses them) and config
     give the ``--dataset-manifest`` arguments; the one resolving to a path ending in ``rel_path`` is
     the file read, else ``rel_path`` under the run's start directory or a parent. Never the bundling
     process's directory: a bundle must not depend on where ``runs bundle`` is typed.
     """
     pure = PurePosixPath(rel_path)
-    try:
-        invocation = json.loads((run_dir / LOCAL_DIR / "invocation.json").read_text(encoding="utf-8"))
-        cwd, argv = Path(invocation["cwd"]), [str(a) for a in invocation["argv"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    if invocation is None or not pure.parts or pure.is_absolute() or ".." in pure.parts:
         return None
-    if not cwd.is_absolute() or not pure.parts or pure.is_absolute() or ".." in pure.parts:
-        return None
+    argv, cwd = invocation
     config = (manifest.get("config") or {}).get("dataset_manifests")
     args = [b for a, b in zip(argv, argv[1:], strict=False) if a == "--dataset-manifest"]
     args += [a.partition("=")[2] for a in argv if a.startswith("--dataset-manifest=")]
@@ -161,7 +160,10 @@ def _cited_manifest_file(run_dir: Path, manifest: dict[str, Any], rel_path: str)
 
 
 def _add_dataset_manifests(
-    builder: _Builder, run_dir: Path, manifest: dict[str, Any], claimed: dict[str, str]
+    builder: _Builder,
+    invocation: tuple[list[str], Path] | None,
+    manifest: dict[str, Any],
+    claimed: dict[str, str],
 ) -> None:
     """Copy the repository dataset manifests a run cites to ``dataset-manifests/<path>``.
 
@@ -180,7 +182,7 @@ def _add_dataset_manifests(
         if bundle_path in claimed:
             continue
         claimed[bundle_path] = rel_path
-        recorded, found = ref.get("sha256"), _cited_manifest_file(run_dir, manifest, rel_path)
+        recorded, found = ref.get("sha256"), _cited_manifest_file(invocation, manifest, rel_path)
         data = found.read_bytes() if found is not None else None
         if data is None:  # listed by the digest the run recorded: the bytes are not at hand
             missing = _not_included(bundle_path, rel_path, "dataset-manifest", b"")
@@ -239,8 +241,10 @@ def build_bundle(
                 path.read_bytes(),
                 local_only=local,
             )
-        _add_dataset_manifests(builder, run_dir, manifest, copied_datasets)
-        digests, copies = run_inputs(manifest, claimed_inputs, run_start_dir(run_dir))
+        invocation = read_invocation(run_dir)  # where the run started: the files it read are there
+        _add_dataset_manifests(builder, invocation, manifest, copied_datasets)
+        start = invocation[1] if invocation is not None else None
+        digests, copies = run_inputs(manifest, claimed_inputs, start)
         fixture_digests.extend(digests)
         for copy in copies:
             if copy.reason is None:

@@ -30,7 +30,6 @@ from typing import Any
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.evidence.sanitize import sanitize_text
-from worldforge.workspace.run import LOCAL_DIR
 
 PRESET_SCHEMA_VERSION = 1
 
@@ -44,18 +43,6 @@ class InputCopy:
     kind: str
     data: bytes
     reason: str | None = None
-
-
-def run_start_dir(run_dir: Path) -> Path | None:
-    """The directory the run was started in, from its local ``.local/invocation.json`` record."""
-    import json
-
-    try:
-        invocation = json.loads((run_dir / LOCAL_DIR / "invocation.json").read_text(encoding="utf-8"))
-        start = Path(str(invocation["cwd"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return start if start.is_absolute() else None
 
 
 def find_repo_file(rel_path: str, start: Path | None) -> Path | None:
@@ -110,7 +97,8 @@ def run_inputs(
     ``already`` maps the bundle paths claimed by earlier runs to the digest bundled there (``None``
     when listed as excluded); it is updated, so a fixture shared by several runs is copied once and
     a run's ``bundled_as`` is set only when the bundled bytes are the ones it read. ``start`` is the
-    run's start directory (:func:`run_start_dir`); without it, files are listed by digest only.
+    run's start directory (:func:`worldforge.workspace.layout.read_invocation`); without it, files
+    are listed by digest only.
     """
     run_id = str(manifest.get("run_id"))
     digests: list[dict[str, Any]] = []
@@ -157,4 +145,4 @@ def run_inputs(
     return digests, copies
 
 
-__all__ = ["InputCopy", "find_repo_file", "run_inputs", "run_start_dir"]
+__all__ = ["InputCopy", "find_repo_file", "run_inputs"]

@@ -22,10 +22,27 @@ EVENTS_NAME = "events.jsonl"
 LOCK_NAME = ".lock"
 LOCAL_DIR = ".local"
 RESULT_PATH = "results/result.json"
+INVOCATION_PATH = f"{LOCAL_DIR}/invocation.json"  # exact argv and cwd; local-only, never bundled
 STATUSES = ("running", "completed", "failed", "interrupted")
 RESERVED_EVENTS = ("run.started", "run.resumed", "run.finished", "run.failed")
 _RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR}
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def read_invocation(run_dir: Path) -> tuple[list[str], Path] | None:
+    """``(argv, start directory)`` of a run from its local invocation record, ``None`` if unusable.
+
+    One reader for ``runs resume`` (re-invokes the command where it started) and for bundles (find
+    the files the run read from where it ran, never from where the bundle is made).
+    """
+    import json
+
+    try:
+        record = json.loads((run_dir / INVOCATION_PATH).read_text(encoding="utf-8"))
+        argv, cwd = [str(a) for a in record["argv"]], Path(str(record["cwd"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (argv, cwd) if cwd.is_absolute() else None
 
 
 def cwd_relative(path: str | Path) -> str | None:
@@ -130,6 +147,7 @@ class RunLock:
 __all__ = [
     "DIGEST_RECIPE",
     "EVENTS_NAME",
+    "INVOCATION_PATH",
     "LOCAL_DIR",
     "LOCK_NAME",
     "MANIFEST_NAME",
@@ -144,5 +162,6 @@ __all__ = [
     "item_filename",
     "items_digest",
     "portable_path",
+    "read_invocation",
     "safe_relpath",
 ]

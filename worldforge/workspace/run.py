@@ -39,6 +39,7 @@ from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
 from worldforge.workspace.layout import (
     DIGEST_RECIPE,
     EVENTS_NAME,
+    INVOCATION_PATH,
     LOCAL_DIR,
     LOCK_NAME,
     MANIFEST_NAME,
@@ -350,9 +351,7 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
         "resume_count": 0,
     }
     # The exact argv and cwd are kept local-only (never bundled) so ``runs resume`` can re-invoke them.
-    atomic_write_json(
-        run_dir / LOCAL_DIR / "invocation.json", {"argv": [str(a) for a in argv], "cwd": os.getcwd()}
-    )
+    atomic_write_json(run_dir / INVOCATION_PATH, {"argv": [str(a) for a in argv], "cwd": os.getcwd()})
     run = Run(workspace, run_dir, manifest, lock)
     run.log.append(
         "run.started",

@@ -8,7 +8,7 @@ from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.ids import is_run_id
-from worldforge.workspace.run import MANIFEST_NAME, RunLock
+from worldforge.workspace.run import EVENTS_NAME, MANIFEST_NAME, RunLock
 
 
 def runs_dir(workspace_dir: str | Path) -> Path:
@@ -43,10 +43,9 @@ def progress_counts(run_dir: Path) -> tuple[int, int]:
     The manifest's counts are written when a run starts and ends (rewriting it per item would cost
     an fsync each), so for a run that is still going, or was killed, the files are the truth.
     """
-    items_dir = run_dir / "items"
-    items = sum(1 for p in items_dir.glob("*.json")) if items_dir.is_dir() else 0
+    items = sum(1 for _ in (run_dir / "items").glob("*.json"))  # layout.item_filename's folder
     try:
-        events = (run_dir / "events.jsonl").read_bytes().count(b"\n")
+        events = (run_dir / EVENTS_NAME).read_bytes().count(b"\n")
     except OSError:
         events = 0
     return items, events
