@@ -80,8 +80,7 @@ class _Builder:
     def add_bytes(
         self, bundle_path: str, source: str, kind: str, data: bytes, *, local_only: bool = False
     ) -> bytes | None:
-        # Names leave the machine too (item ids carry provider specs): sanitized like contents.
-        record = _not_included(sanitize_text(bundle_path), sanitize_text(source), kind, data)
+        record = _not_included(*_clean_names(bundle_path, source), kind, data)
         bundle_path, out = record["path"], None
         if bundle_path in self.paths:
             record["reason"] = "excluded: its sanitized name collides with another file's"
@@ -108,9 +107,18 @@ class _Builder:
 
     def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
         """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
-        record = _not_included(sanitize_text(bundle_path), sanitize_text(source), kind, data)
+        record = _not_included(*_clean_names(bundle_path, source), kind, data)
         self.files.append({**record, "reason": reason})
         self.paths.add(record["path"])
+
+
+def _clean_names(bundle_path: str, source: str) -> tuple[str, str]:
+    """Names leave the machine too (item ids carry provider specs): sanitized like contents.
+
+    A run file's bundle path and source are the same string, so it is sanitized once.
+    """
+    clean = sanitize_text(bundle_path)
+    return clean, clean if source == bundle_path else sanitize_text(source)
 
 
 def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict[str, Any]:

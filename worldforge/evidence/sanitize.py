@@ -119,15 +119,18 @@ def _install_locations() -> tuple[str, str]:
 
 def _login_name() -> str:
     """The current login name (``$USER``/``$LOGNAME``, else the password database), or ``""``."""
-    name = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
-    if not name:
-        try:
-            import pwd
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or _passwd_name()
 
-            name = pwd.getpwuid(os.getuid()).pw_name
-        except (ImportError, KeyError, OSError):
-            return ""
-    return name
+
+@functools.lru_cache(maxsize=1)
+def _passwd_name() -> str:
+    """The password database's name for this process's uid (looked up once: it cannot change)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
+        return ""
 
 
 @functools.lru_cache(maxsize=8)
