@@ -97,12 +97,14 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
                 run.record_item(f"level-{i:05d}", zero, {"index": i, "stages": {"convert": {"digest": zero}}})
             run.complete({"files": files})
         os.sync()  # let the creation's writeback finish so it does not bleed into the timed bundling
-        start, cpu = time.perf_counter(), time.process_time()
+        # user CPU time (not the kernel's): what the bundler itself costs, apart from creating files,
+        # which on some file systems takes most of the wall time
+        start, cpu = time.perf_counter(), os.times().user
         result = build_bundle(ws, [run.run_id], Path(tmp) / "bundle")
-        bundle_s, bundle_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-        start, cpu = time.perf_counter(), time.process_time()
+        bundle_s, bundle_cpu_s = time.perf_counter() - start, os.times().user - cpu
+        start, cpu = time.perf_counter(), os.times().user
         report = verify_bundle_dir(result.output_dir)
-        verify_s, verify_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+        verify_s, verify_cpu_s = time.perf_counter() - start, os.times().user - cpu
         start = time.perf_counter()
         run_report = verify_run(run.dir)
         run_verify_s = time.perf_counter() - start
@@ -116,8 +118,8 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
             "unit": "seconds",
             "budget": 5.0,
             "passed": bundle_s < 5.0,
-            # wall time is the budget; CPU time shows how much of it was waiting for the disk
-            "detail": {"files": file_count, "cpu_s": round(bundle_cpu_s, 3)},
+            # wall time is the budget; user CPU time is the bundler's own share of it
+            "detail": {"files": file_count, "user_cpu_s": round(bundle_cpu_s, 3)},
         },
         {
             "name": "verify_5000_file_bundle",
@@ -125,7 +127,7 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
             "unit": "seconds",
             "budget": 2.0,
             "passed": verify_s < 2.0,
-            "detail": {"run_verify_s": round(run_verify_s, 3), "cpu_s": round(verify_cpu_s, 3)},
+            "detail": {"run_verify_s": round(run_verify_s, 3), "user_cpu_s": round(verify_cpu_s, 3)},
         },
     ]
 
