@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from worldforge.core.canonical import pretty_json
     from worldforge.core.errors import WorldForgeError
-    from worldforge.evidence.sanitize import sanitize_text
+    from worldforge.core.redact import sanitize_text
 
     if args.command == "list":
         if args.format == "json":

@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from worldforge.config import default_workspace_dir
     from worldforge.core.errors import WorldForgeError
+    from worldforge.core.redact import sanitize_text
     from worldforge.evidence.bundle import build_bundle
-    from worldforge.evidence.sanitize import sanitize_text
 
     workspace = args.workspace_dir or default_workspace_dir()
     output = args.output or workspace / "evidence-bundles" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

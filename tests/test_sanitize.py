@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worldforge.evidence import sanitize as sanitize_module
+from worldforge.core.redact import engine as sanitize_module
 from worldforge.evidence.sanitize import (
     REDACTED,
     RULES,
@@ -48,6 +48,7 @@ def test_every_static_rule_has_fixtures() -> None:
     static = {rule.id for rule in RULES}
     assert static == set(CORPUS["rules"])
     dynamic = {"env-secret-value", "host-path-cwd", "host-path-repo", "host-path-venv", "host-user"}
+    dynamic |= {"host-name", "base64-credential"}
     assert set(rule_ids()) == static | dynamic
 
 
@@ -209,7 +210,7 @@ def test_sanitize_value_recursive() -> None:
     assert sanitize_value(value) == {
         "api_key": REDACTED,
         "headers": {"Authorization": REDACTED, "Accept": "json"},
-        "credentials": REDACTED,
+        "credentials": {"user": REDACTED, "pass": REDACTED},
         "token_budget": 5,
         "signature": "sha256:" + "a" * 64,
         "paths": ["<home>/a.txt", 3, None, True],

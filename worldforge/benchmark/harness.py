@@ -29,6 +29,7 @@ from typing import Any
 from worldforge.benchmark.presets import Preset
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.errors import ProviderError, StageError, WorldForgeError
+from worldforge.core.redact import sanitize_text
 
 BENCHMARK_SCHEMA_VERSION = 1
 METRIC_SEMANTICS = (
@@ -96,8 +97,6 @@ def _timed(op: _Op, call: Callable[[], Any], describe: Callable[[Any], Any]) -> 
     try:
         value = call()
     except (ProviderError, WorldForgeError, StageError, TimeoutError) as exc:
-        from worldforge.evidence.sanitize import sanitize_text
-
         op.errors.append(sanitize_text(f"{type(exc).__name__}: {exc}")[:300])
         op.outputs.append("error:" + type(exc).__name__)
         return None

@@ -15,16 +15,13 @@ from typing import Any, TypeVar
 
 import typer
 
+from worldforge.core.redact import sanitize_text
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _sanitize(message: str) -> str:
-    try:
-        from worldforge.evidence.sanitize import sanitize_text
-
-        return sanitize_text(message)
-    except ImportError:  # pragma: no cover - sanitizer always ships
-        return message
+    return sanitize_text(message)
 
 
 def fail(message: str, *, code: int = 2, hint: str | None = None) -> typer.Exit:

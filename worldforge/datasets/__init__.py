@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from worldforge.core.digests import digest_bytes, digest_file
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.redact import sanitize_with_ledger
 
 DATASET_MANIFEST_SCHEMA_VERSION = 1
 MAX_LOCAL_FIXTURE_BYTES = 256 * 1024 * 1024
@@ -97,8 +98,6 @@ def _check_portable_text(text: str, where: str) -> None:
     The project's sanitizer decides what counts (one set of rules everywhere); a field it would
     redact is rejected here, naming the field and the rule.
     """
-    from worldforge.evidence.sanitize import sanitize_with_ledger
-
     _, found = sanitize_with_ledger(text, where)
     if found:
         rules = ", ".join(sorted({r.rule for r in found}))

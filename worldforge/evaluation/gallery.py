@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from worldforge.core.redact import metrics_preview, sanitize_argv
 from worldforge.evaluation.types import EvaluationResult
 
 FAILURE_GALLERY_SCHEMA_VERSION = 1
@@ -53,8 +54,6 @@ def rerun_command(cli_ref: str | None, provider: str, options: Mapping[str, Any]
     """
     if not cli_ref:
         return None
-    from worldforge.evidence.sanitize import sanitize_argv
-
     argv = ["worldforge", "eval", "--suite", cli_ref, "--provider", provider]
     argv += options_to_cli_args(options or {})
     argv += ["--format", "json"]
@@ -62,10 +61,6 @@ def rerun_command(cli_ref: str | None, provider: str, options: Mapping[str, Any]
 
 
 def _preview(metrics: dict[str, Any]) -> dict[str, Any]:
-    try:
-        from worldforge.evidence.sanitize import metrics_preview
-    except ImportError:  # pragma: no cover - the sanitizer ships with the package
-        return {"_omitted": "sanitizer unavailable; metrics not previewed"}
     return metrics_preview(metrics)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from worldforge.core.canonical import ensure_json_native
 from worldforge.core.digests import is_digest
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.redact import sanitize_argv
 
 PROVENANCE_SCHEMA_VERSION = 2
 PROVENANCE_KINDS = ("evaluation", "benchmark")
@@ -46,8 +47,6 @@ def _portable_command(argv: list[str]) -> list[str]:
     classifier path into every report format. Sanitizing here, where every envelope is built, covers
     the CLI, library callers and reports loaded back with :meth:`ProvenanceEnvelope.from_dict`.
     """
-    from worldforge.evidence.sanitize import sanitize_argv
-
     return sanitize_argv(argv)
 
 

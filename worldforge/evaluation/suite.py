@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.redact import sanitize_text
 from worldforge.datasets import dataset_references
 from worldforge.evaluation.gallery import build_cases
 from worldforge.evaluation.provenance import ProvenanceEnvelope
@@ -453,12 +454,10 @@ def _evaluate(context: EvaluationContext) -> tuple[EvaluationResult, bool]:
     try:
         returned = context.scenario.evaluator(context)
     except ProviderError as exc:
-        from worldforge.providers.events import sanitize_message
-
         failed = context.outcome(
             score=0.0,
             passed=False,
-            metrics={"error_type": type(exc).__name__, "error": sanitize_message(str(exc))},
+            metrics={"error_type": type(exc).__name__, "error": sanitize_text(str(exc))},
         )
         return context.result(failed), False
     return context.coerce(returned), True

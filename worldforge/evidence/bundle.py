@@ -36,8 +36,8 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
 from worldforge.evidence.inputs import run_inputs
-from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.workspace.layout import read_invocation
 from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME

@@ -29,7 +29,7 @@ from typing import Any
 
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
-from worldforge.evidence.sanitize import sanitize_text
+from worldforge.core.redact import sanitize_text
 
 PRESET_SCHEMA_VERSION = 1
 

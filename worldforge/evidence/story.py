@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from worldforge.evidence.sanitize import SANITIZER_VERSION, sanitize_text
+from worldforge.core.redact import SANITIZER_VERSION, sanitize_text
 from worldforge.workspace.run import RESULT_PATH
 from worldforge.workspace.store import effective_status
 

@@ -16,6 +16,7 @@ from typing import Any
 from worldforge.core.canonical import ensure_json_native
 from worldforge.core.digests import is_digest
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.redact import sanitize_text, sanitize_value
 
 EVENT_PHASES: tuple[str, ...] = ("success", "failure", "retry", "budget_exceeded")
 
@@ -23,21 +24,15 @@ EventSink = Callable[["ProviderEvent"], None]
 
 
 def sanitize_message(message: str) -> str:
-    """Sanitize free text with the project's one sanitizer (raw text only if it is not installed)."""
-    try:
-        from worldforge.evidence.sanitize import sanitize_text
-    except ImportError:
-        return message
+    """Sanitize free text with the project's one sanitizer; there is no unsanitized fallback."""
     return sanitize_text(message)
 
 
 def _sanitize_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    try:
-        from worldforge.evidence.sanitize import sanitize_value
-    except ImportError:
-        return metadata
     cleaned = sanitize_value(metadata)
-    return cleaned if isinstance(cleaned, dict) else metadata
+    if not isinstance(cleaned, dict):  # a dict sanitizes to a dict; anything else fails closed
+        raise WorldForgeError("provider event metadata did not sanitize to a mapping")
+    return cleaned
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_n
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, require_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_json
+from worldforge.core.redact import sanitize_argv, sanitize_text, sanitize_value
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.workspace.environment import environment_summary
 from worldforge.workspace.eventlog import EventLog
@@ -62,14 +63,10 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def _sanitize(value: Any) -> Any:
-    from worldforge.evidence.sanitize import sanitize_value
-
     return sanitize_value(value)
 
 
 def _sanitize_argv(argv: list[str]) -> list[str]:
-    from worldforge.evidence.sanitize import sanitize_argv
-
     return sanitize_argv(argv)
 
 
@@ -305,8 +302,6 @@ class Run:
         return result_digest
 
     def _terminate(self, status: str, exc: BaseException) -> None:
-        from worldforge.evidence.sanitize import sanitize_text
-
         message = sanitize_text(" ".join(str(exc).split()))[:500] or type(exc).__name__
         with self._mutex:
             error = {"type": type(exc).__name__, "message": message}

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from worldforge.evidence.rules import REDACTED, is_harmless_value, is_sensitive_key
+from worldforge.core.redact.engine import sanitize_text
+from worldforge.core.redact.keys import REDACTED, is_harmless_value, is_sensitive_key
 
 # Failure-gallery metric previews
 # ---------------------------------------------------------------------------------------------
@@ -70,7 +71,7 @@ def _preview(value: Any, key: str, depth: int) -> Any:
     if isinstance(value, str):
         if is_sensitive_key(key) and not is_harmless_value(value):
             return REDACTED
-        text = _sanitize_text(value.strip())
+        text = sanitize_text(value.strip())
         return text if len(text) <= PREVIEW_MAX_STRING else text[: PREVIEW_MAX_STRING - 1] + "…"
     if isinstance(value, (list, tuple)):
         items = list(value)
@@ -90,9 +91,7 @@ def _preview(value: Any, key: str, depth: int) -> Any:
         if depth >= PREVIEW_MAX_DEPTH:
             return {"type": "object", "key_count": len(value)}
         names = sorted(value, key=str)
-        out = {
-            _sanitize_text(str(k)): _preview(value[k], str(k), depth + 1) for k in names[:PREVIEW_MAX_KEYS]
-        }
+        out = {sanitize_text(str(k)): _preview(value[k], str(k), depth + 1) for k in names[:PREVIEW_MAX_KEYS]}
         if len(names) > PREVIEW_MAX_KEYS:
             out["_omitted_key_count"] = len(names) - PREVIEW_MAX_KEYS
         return out
@@ -117,12 +116,6 @@ def metrics_preview(metrics: dict[str, Any]) -> dict[str, Any]:
     """
     result = _preview(dict(metrics), "metrics", 0)
     return result if isinstance(result, dict) else {"value": result}
-
-
-def _sanitize_text(text: str) -> str:
-    from worldforge.evidence.sanitize import sanitize_text
-
-    return sanitize_text(text)
 
 
 __all__ = [

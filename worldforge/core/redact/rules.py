@@ -1,7 +1,7 @@
 """Redaction rules of the sanitizer: sensitive key names, token formats, URL and host-path patterns.
 
 Each rule has an id (what the redaction ledger reports), a cheap keyword prefilter and a regex with a
-replacement function; :mod:`worldforge.evidence.sanitize` applies them in order. Rules are data so
+replacement function; :mod:`worldforge.core.redact.engine` applies them in order. Rules are data so
 that the test corpus (``tests/fixtures/sanitizer/corpus.json``) can hold true-positive and near-miss
 false-positive fixtures per id and check that each true positive also hits the prefilter.
 """
@@ -10,202 +10,25 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-SANITIZER_VERSION = "wf-sanitize/2"  # 2: prefixed keys whatever their characters; file names are not keys
-REDACTED = "[redacted]"
-
-# ---------------------------------------------------------------------------------------------
-# Sensitive key names
-# ---------------------------------------------------------------------------------------------
-
-_SENSITIVE_SEGMENTS = frozenset(
-    {
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "authorization",
-        "auth",
-        "cookie",
-        "cookies",
-        "credential",
-        "credentials",
-        "privatekey",
-        "signature",
-        "bearer",
-        "accesskey",
-        "secretkey",
-        "sas",
-    }
+from worldforge.core.redact.forms import FORM_RULES
+from worldforge.core.redact.keys import (
+    DIGEST_VALUE_RE,
+    REDACTED,
+    SANITIZER_VERSION,
+    Redaction,
+    Replacer,
+    Rule,
+    has_digit_and_letter,
+    is_harmless_value,
+    is_sensitive_key,
+    redact_whole,
 )
-# A sensitive word followed by one of these names metadata about the secret, not the secret
-# (``token_count``, ``password_file``, ``auth_method``), so it is not redacted.
-_NON_SECRET_SUFFIXES = frozenset(
-    {
-        "count",
-        "counts",
-        "limit",
-        "limits",
-        "len",
-        "length",
-        "size",
-        "type",
-        "types",
-        "budget",
-        "usage",
-        "file",
-        "path",
-        "dir",
-        "url",
-        "uri",
-        "env",
-        "name",
-        "names",
-        "id",
-        "ids",
-        "method",
-        "mode",
-        "scheme",
-        "header",
-        "required",
-        "enabled",
-        "provider",
-        "kind",
-        "version",
-        "expires",
-        "expiry",
-        "ttl",
-        "hint",
-        "field",
-        "source",
-        "ref",
-        "present",
-        "set",
-        "policy",
-    }
-)
-_CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
-_SPLIT_RE = re.compile(r"[^a-z0-9]+")
-
-
-# A key ending in one of these extensions is a file name (``secret.json: $.entries[0] …`` in a CLI
-# error line, a digest map keyed by file name), not a secret-named setting: redacting after it would
-# eat the field name a reader needs. Extensions that double as setting names (``.key``, ``.pem``,
-# ``.token``) are deliberately absent, so ``jwt.secret.key: …`` stays redacted.
-_FILE_EXTENSIONS = frozenset(
-    (
-        "json jsonl ndjson yaml yml toml ini cfg conf txt md rst csv tsv xml html htm log py sh zip "
-        "gz tgz bz2 xz zst tar npz npy pt pth ckpt safetensors onnx pkl parquet png jpg jpeg gif "
-        "svg mp4 webm wav sqlite lock bak tmp orig"
-    ).split()
-)
-
-
-def _is_file_name(key: str) -> bool:
-    stem, dot, extension = key.rpartition(".")
-    return bool(dot and stem) and extension.lower() in _FILE_EXTENSIONS
-
-
-@functools.lru_cache(maxsize=4096)
-def is_sensitive_key(key: str) -> bool:
-    """True when a mapping key / variable name names a secret (``api_key``, ``X-Auth-Token`` …).
-
-    A file name (``secret.json``, ``token.yaml``) names a file, not a secret, so it is never sensitive:
-    the text after it is a message about that file, and dotted settings (``db.password``) still are.
-    """
-    if _is_file_name(key):
-        return False
-    segments = [s for s in _SPLIT_RE.split(_CAMEL_RE.sub(r"\1_\2", key).lower()) if s]
-    for index, segment in enumerate(segments):
-        pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
-        width = 2 if pair in _SENSITIVE_SEGMENTS else 1 if segment in _SENSITIVE_SEGMENTS else 0
-        if not width:
-            continue
-        rest = segments[index + width :]
-        if rest and rest[-1] in _NON_SECRET_SUFFIXES:
-            continue
-        return True
-    return False
-
-
-_DIGEST_VALUE_RE = re.compile(r"^sha(?:256|384|512):[0-9a-f]{16,128}$")
-_NUMBER_RE = re.compile(r"^[-+]?\d{1,5}(?:\.\d+)?$")
-_SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.I)
-_PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
-
-
-def is_harmless_value(value: str) -> bool:
-    """Values a sensitive key may hold without being a secret (digests, placeholders, references).
-
-    Public because every redaction path (rules, the engine, failure-gallery previews) must agree on
-    what stays readable next to a sensitive key.
-    """
-    stripped = value.strip().strip("\"'").strip()
-    low = stripped.lower()
-    return (
-        low in _PLACEHOLDERS
-        or low.startswith("[redacted")
-        or bool(_SCHEME_REDACTED_RE.match(stripped))
-        or stripped.startswith(("${", "$(", "env:", "<"))
-        or bool(_DIGEST_VALUE_RE.match(stripped))
-        or bool(_NUMBER_RE.match(stripped))
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Rules
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Redaction:
-    """One ledger line: which rule fired where and how often. Never carries the secret."""
-
-    rule: str
-    file: str
-    line: int
-    count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "file": self.file, "line": self.line, "count": self.count}
-
-
-Replacer = Callable[[re.Match[str]], str | None]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A redaction rule: ``replace`` returns the new text for a match, or ``None`` to keep it."""
-
-    id: str
-    description: str
-    keywords: tuple[str, ...]
-    pattern: re.Pattern[str]
-    replace: Replacer
-    rescan_values: bool = False  # on a kept match, resume scanning at its ``val`` group
-
-    def prefilter(self, lowered: str) -> bool:
-        return not self.keywords or any(k in lowered for k in self.keywords)
-
-
-def redact_whole(_: re.Match[str]) -> str:
-    """Replacer that redacts the whole match; the default for rules and the engine's dynamic ones."""
-    return REDACTED
 
 
 def _keep_prefix(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
-
-
-def _has_digit_and_letter(text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
 _KEY_RUN_RE = re.compile(r"[A-Za-z0-9]{20,}")
@@ -222,7 +45,7 @@ def _ambiguous_prefix_token(match: re.Match[str]) -> str | None:
     ``xoxb-your-bot-token-goes-here``; no real key of these formats looks like that.
     """
     body = match.group("body")
-    if match.group("scope") or _has_digit_and_letter(body) or _KEY_RUN_RE.search(body):
+    if match.group("scope") or has_digit_and_letter(body) or _KEY_RUN_RE.search(body):
         return REDACTED
     return REDACTED if len(body) >= 20 and not any(c.isalpha() for c in body) else None
 
@@ -295,7 +118,7 @@ def _query_param(match: re.Match[str]) -> str | None:
     low = name.lower()
     signed = low in _SIGNED_PARAMS or low.startswith(("x-amz-", "x-goog-")) or is_sensitive_key(name)
     value = match.group("value")
-    if not signed or value == REDACTED or _DIGEST_VALUE_RE.match(value):
+    if not signed or value == REDACTED or DIGEST_VALUE_RE.match(value):
         return None
     return f"{match.group('sep')}{name}={REDACTED}"
 
@@ -312,7 +135,7 @@ def _auth_header(match: re.Match[str]) -> str | None:
             return None
         if b":" not in decoded:
             return None
-    elif not (_has_digit_and_letter(cred) or len(cred) >= 32 or any(c in cred for c in "._~+/-=")):
+    elif not (has_digit_and_letter(cred) or len(cred) >= 32 or any(c in cred for c in "._~+/-=")):
         return None
     return f"{scheme}{match.group('sp')}{REDACTED}"
 
@@ -326,7 +149,7 @@ _LINE_ASSIGN_RE = re.compile(
 _INLINE_ASSIGN_RE = re.compile(
     r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*[:=]\s*)"
     r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|[^\s,;&\"'<>\[\]{}()=]{1,512})"
-    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()=]{1,512})"
+    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()=\\]{1,512})"
 )
 
 
@@ -340,7 +163,7 @@ def _assignment(match: re.Match[str]) -> str | None:
         # after it is a message about that file, which redaction would make unreadable. A ``\``
         # is not taken as a separator here because it also escapes quotes (``{\"token\": …}``).
         return None
-    if is_harmless_value(value) or value.startswith("//"):
+    if is_harmless_value(value) or value.startswith("//") or value in ("|", ">", "|-", ">-"):
         return None
     if value.startswith('\\"'):
         new_value = f'\\"{REDACTED}\\"'
@@ -460,6 +283,7 @@ RULES: tuple[Rule, ...] = (
         "huggingface-token", "Hugging Face access tokens", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,}" + _E
     ),
     _provider_rule("google-api-key", "Google API keys", ("aiza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    *FORM_RULES,
     Rule(
         "sensitive-key",
         "values of secret-named keys in YAML/env/INI lines",
@@ -510,13 +334,24 @@ SENSITIVE_KEYWORDS = (
     "signature",
     "bearer",
     "sas",
+    "pwd",
+    "session",
+    "jwt",
 )
 
 
 def rule_ids() -> list[str]:
     """Every rule id a ledger can contain (including the dynamic ones: environment secrets, the
     current directory, the source checkout, the virtual environment and the login name)."""
-    dynamic = {"env-secret-value", "host-path-cwd", "host-path-repo", "host-path-venv", "host-user"}
+    dynamic = {
+        "env-secret-value",
+        "host-path-cwd",
+        "host-path-repo",
+        "host-path-venv",
+        "host-user",
+        "host-name",
+        "base64-credential",
+    }
     ids = {rule.id for rule in RULES} | dynamic
     return sorted(ids)
 

@@ -1,0 +1,277 @@
+"""Structured forms a secret hides in beyond ``key = value``: headers, name/value pairs, tables, flags.
+
+Each form is a rule like the token rules, but keyed on *where* the value sits rather than on what it
+looks like: a password has no shape, only a place. The forms are the ones real logs, reports and
+configuration files use (HTTP header lines, ``{"name": "OPENAI_API_KEY", "value": …}``, CSV rows,
+Markdown tables and emphasis, HTML form inputs, command-line flags, ``curl -u``, YAML block scalars,
+a secret-named key whose value is a whole object). Matching on decoded views
+(:mod:`worldforge.core.redact.views`) makes each of them work inside HTML, CSV, JSON strings and
+URLs without a rule per encoding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from worldforge.core.redact.keys import (
+    REDACTED,
+    Rule,
+    has_digit_and_letter,
+    is_harmless_value,
+    is_sensitive_key,
+)
+
+_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}"
+
+#: Headers whose whole value is a credential, whatever it looks like.
+_SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "x-auth-token",
+        "x-access-token",
+        "x-csrf-token",
+        "x-xsrf-token",
+        "api-key",
+        "x-amz-security-token",
+        "x-goog-api-key",
+        "private-token",
+        "x-vault-token",
+    }
+)
+_HEADER_RE = re.compile(
+    r"(?im)^(?P<pre>[ \t>*\-]*(?P<name>[A-Za-z][A-Za-z0-9\-]{2,40})[ \t]*:[ \t]*)(?P<val>\S[^\n]*?)[ \t]*$"
+)
+
+
+def _header(match: re.Match[str]) -> str | None:
+    if match.group("name").lower() not in _SECRET_HEADERS or is_harmless_value(match.group("val")):
+        return None
+    return match.group("pre") + REDACTED
+
+
+def _plausible_secret(value: str) -> bool:
+    """A value in a key/value *table* (CSV, Markdown) that is a secret rather than a header cell.
+
+    Unlike ``key = value``, a table row ``token,count`` is usually a header, so a cell is taken as a
+    secret only when it looks generated: a digit/letter mix, a symbol, mixed case or 12+ characters.
+    """
+    value = value.strip().strip("\"'`").strip()
+    if is_harmless_value(value) or len(value) < 6:
+        return False
+    return (
+        has_digit_and_letter(value)
+        or any(not c.isalnum() and c not in " _-" for c in value)
+        or (value != value.lower() and value != value.upper() and value != value.capitalize())
+        or len(value) >= 12
+    )
+
+
+_NAME_VALUE_RE = re.compile(
+    r"(?P<pre>[\"']?(?:name|key|Name|Key|NAME|KEY)[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*,\s*"
+    r"[\"']?(?:value|Value|VALUE|secret|data)[\"']?\s*[:=]\s*)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
+)
+
+
+def _name_value(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    quote = value[0] if value[:1] in "\"'" else ""
+    return match.group("pre") + quote + REDACTED + quote
+
+
+_CSV_ROW_RE = re.compile(
+    r"(?m)^(?P<pre>\"?(?P<key>"
+    + _KEY
+    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"]|\"\")*\"|[^,;\t\n ]+)(?=[,;\t\r\n]|$)"
+)
+_MD_ROW_RE = re.compile(
+    r"(?m)^(?P<pre>[ \t]*\|[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)(?P<val>[^|\n]+?)(?=[ \t]*\|)"
+)
+
+
+def _table_cell(match: re.Match[str]) -> str | None:
+    value = match.group("val").strip()
+    if " " in value.strip('"') or not is_sensitive_key(match.group("key")) or not _plausible_secret(value):
+        return None
+    return match.group("pre") + REDACTED
+
+
+_MD_EMPHASIS_RE = re.compile(
+    r"(?P<pre>(?P<mark>\*\*|__|\*|_|`)(?P<key>" + _KEY + r")(?P=mark)[ \t]*[:=][ \t]*)"
+    r"(?P<val>`[^`\n]+`|[^\s,;|<]+)"
+)
+
+
+def _emphasis(match: re.Match[str]) -> str | None:
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(match.group("val").strip("`")):
+        return None
+    return match.group("pre") + REDACTED
+
+
+_HTML_INPUT_RE = re.compile(
+    r"<(?:input|meta|param)\b[^>]*?\b(?:name|id|property)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?[^>]*?"
+    r"\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>[^\"'>\s]*)(?P=q)",
+    re.I,
+)
+_HTML_INPUT_REV_RE = re.compile(
+    r"<(?:input|meta|param)\b[^>]*?\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>[^\"'>\s]*)(?P=q)[^>]*?"
+    r"\b(?:name|id|property)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?",
+    re.I,
+)
+
+
+def _html_input(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    whole, start = match.group(0), match.start()
+    return whole[: match.start("val") - start] + REDACTED + whole[match.end("val") - start :]
+
+
+_CLI_FLAG_RE = re.compile(
+    r"(?<![\w\-])(?P<pre>--?(?P<key>[A-Za-z][A-Za-z0-9_\-]{1,60})(?:=|[ \t]+))"
+    r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s\-\"'][^\s\"']*)"
+)
+
+
+def _cli_flag(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    quote = value[0] if value[:1] in "\"'" else ""
+    return match.group("pre") + quote + REDACTED + quote
+
+
+_CURL_USER_RE = re.compile(
+    r"(?<![\w\-])(?P<pre>(?:-u|--user|--proxy-user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,64}:)(?P<val>[^\s\"']+)"
+)
+
+
+def _curl_user(match: re.Match[str]) -> str | None:
+    return None if is_harmless_value(match.group("val")) else match.group("pre") + REDACTED
+
+
+_YAML_BLOCK_RE = re.compile(
+    r"(?m)^(?P<pre>(?P<ind>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>"
+    + _KEY
+    + r")[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n)"
+    r"(?P<body>(?:(?P=ind)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n)+)"
+)
+
+
+def _yaml_block(match: re.Match[str]) -> str | None:
+    if not is_sensitive_key(match.group("key")):
+        return None
+    body = match.group("body")
+    if body.strip() == REDACTED:
+        return None
+    first = next((line for line in body.split("\n") if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip())]
+    tail = "\n" if body.endswith("\n") else ""
+    return match.group("pre") + indent + REDACTED + tail
+
+
+# A secret-named key whose value is a whole object or list (``credentials: {"user": …, "pw": …}``)
+# inside free text: the braces are matched (bounded) and the block goes whole.
+_BLOCK_START_RE = re.compile(r"(?P<pre>[\"']?(?P<key>" + _KEY + r")\\?[\"']?\s*[:=]\s*)(?=[{\[])")
+_MAX_BLOCK = 8192
+
+
+class _BlockPattern:
+    """A regex-like object whose matches span a balanced ``{…}``/``[…]`` after a secret-named key.
+
+    Python's ``re`` cannot match balanced brackets; the engine only needs ``search(text, pos)``
+    returning a match-like object, so this wraps the start pattern and extends its end by scanning.
+    """
+
+    def search(self, text: str, pos: int = 0, /) -> re.Match[str] | None:
+        while True:
+            start = _BLOCK_START_RE.search(text, pos)
+            if start is None:
+                return None
+            if is_sensitive_key(start.group("key")):
+                end = _balanced_end(text, start.end())
+                if end is not None:
+                    whole = re.compile(re.escape(text[start.start() : end]))
+                    found = whole.match(text, start.start())
+                    if found is not None:
+                        return found
+            pos = start.end()
+
+
+def _balanced_end(text: str, begin: int) -> int | None:
+    depth, quote, index = 0, "", begin
+    limit = min(len(text), begin + _MAX_BLOCK)
+    while index < limit:
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
+def _block(match: re.Match[str]) -> str | None:
+    head = _BLOCK_START_RE.match(match.group(0))
+    if head is None:
+        return None
+    body = match.group(0)[head.end() :]
+    if body in ("{}", "[]") or REDACTED in body and len(body) <= len(REDACTED) + 4:
+        return None
+    return head.group("pre") + REDACTED
+
+
+_UNC_RE = re.compile(r"(?<![\w\\:])\\\\(?![\\.?])[A-Za-z0-9._$\-]{1,63}\\[A-Za-z0-9._$\- ]{1,80}")
+
+#: Rules applied before the generic ``key = value`` rules (so a header or block is taken whole).
+FORM_RULES: tuple[Rule, ...] = (
+    Rule(
+        "yaml-block-scalar", "secret-named YAML block scalars (token: |)", (":",), _YAML_BLOCK_RE, _yaml_block
+    ),
+    Rule(
+        "secret-block",
+        "secret-named keys whose value is an object or list",
+        ("{", "["),
+        _BlockPattern(),
+        _block,
+    ),
+    Rule(
+        "header-line",
+        "credential HTTP headers (Authorization, Cookie, X-Api-Key …)",
+        (":",),
+        _HEADER_RE,
+        _header,
+    ),
+    Rule(
+        "name-value-pair",
+        '{"name": SECRET_NAME, "value": …} pairs',
+        ("name", "key"),
+        _NAME_VALUE_RE,
+        _name_value,
+    ),
+    Rule("html-input", "<input name=password value=…>", ("<",), _HTML_INPUT_RE, _html_input),
+    Rule("html-input", "<input value=… name=password>", ("<",), _HTML_INPUT_REV_RE, _html_input),
+    Rule("markdown-key", "**password**: … in Markdown", ("*", "_", "`"), _MD_EMPHASIS_RE, _emphasis),
+    Rule("table-row", "| token | … | Markdown rows", ("|",), _MD_ROW_RE, _table_cell),
+    Rule("table-row", "api_key,… CSV rows", (",", ";", "\t"), _CSV_ROW_RE, _table_cell),
+    Rule("cli-flag", "--password … command-line flags", ("-",), _CLI_FLAG_RE, _cli_flag),
+    Rule("curl-user", "curl -u user:password", ("-u", "--user", "-user"), _CURL_USER_RE, _curl_user),
+    Rule("host-path-unc", r"\\server\share UNC paths", ("\\\\",), _UNC_RE, lambda _m: "<unc>"),
+)
+
+__all__ = ["FORM_RULES"]

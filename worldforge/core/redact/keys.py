@@ -1,0 +1,213 @@
+"""Sensitive key names, harmless values and the rule/ledger records every redaction path shares.
+
+The redactor's rules (:mod:`worldforge.core.redact.rules`, :mod:`worldforge.core.redact.forms`), the
+value sanitizer and the failure-gallery previews must agree on what names a secret and what stays
+readable beside it; this module is that one definition.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SANITIZER_VERSION = "wf-sanitize/3"  # 3: decoded views, structured forms, leaf redaction under secret keys
+REDACTED = "[redacted]"
+
+# ---------------------------------------------------------------------------------------------
+# Sensitive key names
+# ---------------------------------------------------------------------------------------------
+
+_SENSITIVE_SEGMENTS = frozenset(
+    {
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "authorization",
+        "auth",
+        "cookie",
+        "cookies",
+        "credential",
+        "credentials",
+        "privatekey",
+        "signature",
+        "bearer",
+        "accesskey",
+        "secretkey",
+        "sas",
+        "pwd",
+        "session",
+        "sessionid",
+        "jwt",
+        "clientsecret",
+    }
+)
+# A sensitive word followed by one of these names metadata about the secret, not the secret
+# (``token_count``, ``password_file``, ``auth_method``), so it is not redacted.
+_NON_SECRET_SUFFIXES = frozenset(
+    {
+        "count",
+        "counts",
+        "limit",
+        "limits",
+        "len",
+        "length",
+        "size",
+        "type",
+        "types",
+        "budget",
+        "usage",
+        "file",
+        "path",
+        "dir",
+        "url",
+        "uri",
+        "env",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "method",
+        "mode",
+        "scheme",
+        "header",
+        "required",
+        "enabled",
+        "provider",
+        "kind",
+        "version",
+        "expires",
+        "expiry",
+        "ttl",
+        "hint",
+        "field",
+        "source",
+        "ref",
+        "present",
+        "set",
+        "policy",
+    }
+)
+_CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
+_SPLIT_RE = re.compile(r"[^a-z0-9]+")
+
+
+# A key ending in one of these extensions is a file name (``secret.json: $.entries[0] …`` in a CLI
+# error line, a digest map keyed by file name), not a secret-named setting: redacting after it would
+# eat the field name a reader needs. Extensions that double as setting names (``.key``, ``.pem``,
+# ``.token``) are deliberately absent, so ``jwt.secret.key: …`` stays redacted.
+_FILE_EXTENSIONS = frozenset(
+    (
+        "json jsonl ndjson yaml yml toml ini cfg conf txt md rst csv tsv xml html htm log py sh zip "
+        "gz tgz bz2 xz zst tar npz npy pt pth ckpt safetensors onnx pkl parquet png jpg jpeg gif "
+        "svg mp4 webm wav sqlite lock bak tmp orig"
+    ).split()
+)
+
+
+def _is_file_name(key: str) -> bool:
+    stem, dot, extension = key.rpartition(".")
+    return bool(dot and stem) and extension.lower() in _FILE_EXTENSIONS
+
+
+@functools.lru_cache(maxsize=4096)
+def is_sensitive_key(key: str) -> bool:
+    """True when a mapping key / variable name names a secret (``api_key``, ``X-Auth-Token`` …).
+
+    A file name (``secret.json``, ``token.yaml``) names a file, not a secret, so it is never sensitive:
+    the text after it is a message about that file, and dotted settings (``db.password``) still are.
+    """
+    if _is_file_name(key):
+        return False
+    segments = [s for s in _SPLIT_RE.split(_CAMEL_RE.sub(r"\1_\2", key).lower()) if s]
+    for index, segment in enumerate(segments):
+        pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
+        width = 2 if pair in _SENSITIVE_SEGMENTS else 1 if segment in _SENSITIVE_SEGMENTS else 0
+        if not width:
+            continue
+        rest = segments[index + width :]
+        if rest and rest[-1] in _NON_SECRET_SUFFIXES:
+            continue
+        return True
+    return False
+
+
+DIGEST_VALUE_RE = re.compile(r"^sha(?:256|384|512):[0-9a-f]{16,128}$")
+_NUMBER_RE = re.compile(r"^[-+]?\d{1,5}(?:\.\d+)?$")
+_SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.I)
+_PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
+
+
+def is_harmless_value(value: str) -> bool:
+    """Values a sensitive key may hold without being a secret (digests, placeholders, references).
+
+    Public because every redaction path (rules, the engine, failure-gallery previews) must agree on
+    what stays readable next to a sensitive key.
+    """
+    stripped = value.strip().strip("\"'").strip()
+    low = stripped.lower()
+    return (
+        low in _PLACEHOLDERS
+        or low.startswith("[redacted")
+        or bool(_SCHEME_REDACTED_RE.match(stripped))
+        or stripped.startswith(("${", "$(", "env:", "<"))
+        or bool(DIGEST_VALUE_RE.match(stripped))
+        or bool(_NUMBER_RE.match(stripped))
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """One ledger line: which rule fired where and how often. Never carries the secret."""
+
+    rule: str
+    file: str
+    line: int
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "file": self.file, "line": self.line, "count": self.count}
+
+
+Replacer = Callable[[re.Match[str]], str | None]
+
+
+class Matcher(Protocol):
+    """What a rule searches with: a compiled regex, or an object that extends one (balanced braces)."""
+
+    def search(self, string: str, pos: int = ..., /) -> re.Match[str] | None: ...
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A redaction rule: ``replace`` returns the new text for a match, or ``None`` to keep it."""
+
+    id: str
+    description: str
+    keywords: tuple[str, ...]
+    pattern: Matcher
+    replace: Replacer
+    rescan_values: bool = False  # on a kept match, resume scanning at its ``val`` group
+
+    def prefilter(self, lowered: str) -> bool:
+        return not self.keywords or any(k in lowered for k in self.keywords)
+
+
+def redact_whole(_: re.Match[str]) -> str:
+    """Replacer that redacts the whole match; the default for rules and the engine's dynamic ones."""
+    return REDACTED
+
+
+def has_digit_and_letter(text: str) -> bool:
+    """Both a digit and a letter: the cheapest sign that a token is generated, not a word."""
+    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
