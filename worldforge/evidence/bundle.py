@@ -36,7 +36,8 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
-from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_with_ledger
+from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_value, sanitize_with_ledger
+from worldforge.evidence.files import clean_file, rerender_reports
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.workspace.layout import read_invocation
@@ -78,7 +79,14 @@ class _Builder:
         self.paths: set[str] = set()
 
     def add_bytes(
-        self, bundle_path: str, source: str, kind: str, data: bytes, *, local_only: bool = False
+        self,
+        bundle_path: str,
+        source: str,
+        kind: str,
+        data: bytes,
+        *,
+        local_only: bool = False,
+        rendered: str | None = None,
     ) -> bytes | None:
         record = _not_included(*_clean_names(bundle_path, source), kind, data)
         bundle_path, out = record["path"], None
@@ -91,11 +99,19 @@ class _Builder:
         elif _is_binary(data):
             record["reason"] = "excluded: binary file cannot be sanitized; digest listed for reference"
         else:
-            text, ledger = sanitize_with_ledger(data.decode("utf-8"), bundle_path)
-            out = text.encode("utf-8")
+            cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered)
+            out, ledger = cleaned.data, cleaned.ledger
             count = sum(entry.count for entry in ledger)
             self.redactions.extend(entry.to_dict() for entry in ledger)
-            reason = f"redacted in place ({count} redactions)" if count else "copied unchanged"
+            how = (
+                "re-rendered from the sanitized report payload"
+                if cleaned.method == "re-rendered"
+                else (
+                    "redacted in place" if cleaned.method == "text" else f"sanitized as {cleaned.method} data"
+                )
+            )
+            reason = f"{how} ({count} redactions)" if count else "copied unchanged"
+            record["method"] = cleaned.method
             record.update(included=True, safe_to_attach=True, sha256=digest_bytes(out), size=len(out))
             record.update(redaction_count=count, reason=reason)
             target = self.output_dir / bundle_path
@@ -239,15 +255,21 @@ def build_bundle(
         manifest = load_manifest(run_dir)
         manifests.append(manifest)
         stories.append(run_story(run_dir, manifest))
-        for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
-            rel = path.relative_to(run_dir).as_posix()
+        run_files = {
+            path.relative_to(run_dir).as_posix(): path
+            for path in sorted(p for p in run_dir.rglob("*") if p.is_file())
+        }
+        contents = {rel: path.read_bytes() for rel, path in run_files.items()}
+        rendered = rerender_reports(str(manifest.get("kind") or ""), contents)
+        for rel, path in run_files.items():
             local = rel == LOCK_NAME or rel.startswith(LOCAL_DIR + "/") or path.is_symlink()
             builder.add_bytes(
                 f"runs/{run_dir.name}/{rel}",
                 f"runs/{run_dir.name}/{rel}",
                 "run-file",
-                path.read_bytes(),
+                contents[rel],
                 local_only=local,
+                rendered=rendered.get(rel),
             )
         invocation = read_invocation(run_dir)  # where the run started: the files it read are there
         _add_dataset_manifests(builder, invocation, manifest, copied_datasets)
@@ -264,7 +286,9 @@ def build_bundle(
     generated = [("summary.md", summary)]
     if issue:
         generated.append(("issue.md", issue_md(stories[0], builder.files, builder.redactions)))
-    for name, text in generated:
+    for name, raw_text in generated:
+        text, ledger = sanitize_with_ledger(raw_text, name)
+        builder.redactions.extend(entry.to_dict() for entry in ledger)
         data = text.encode("utf-8")
         (out / name).write_bytes(data)
         record = _not_included(name, "generated", "summary", data)
@@ -291,6 +315,7 @@ def build_bundle(
     if issue:
         manifest_payload["issue_template"] = "issue.md"
         manifest_payload["first_triage_step"] = stories[0]["first_triage_step"]
+    manifest_payload = sanitize_value(manifest_payload)  # the manifest leaves the machine too
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     if final.exists():
         shutil.rmtree(final)

@@ -6,12 +6,7 @@ decoded view of it (:mod:`.views`); failure-gallery previews summarise metrics s
 (:mod:`.preview`). Nothing here imports a higher layer, and no caller falls back to unsanitized text.
 """
 
-from worldforge.core.redact.engine import (
-    sanitize_argv,
-    sanitize_text,
-    sanitize_value,
-    sanitize_with_ledger,
-)
+from worldforge.core.redact.engine import sanitize_text, sanitize_with_ledger
 from worldforge.core.redact.keys import (
     REDACTED,
     SANITIZER_VERSION,
@@ -22,6 +17,7 @@ from worldforge.core.redact.keys import (
 )
 from worldforge.core.redact.preview import metrics_preview
 from worldforge.core.redact.rules import RULES, rule_ids
+from worldforge.core.redact.values import sanitize_argv, sanitize_value
 
 __all__ = [
     "REDACTED",

@@ -32,28 +32,23 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import os
 import re
 import socket
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from worldforge.core.redact.keys import (
     REDACTED,
-    SANITIZER_VERSION,
     Matcher,
     Redaction,
     Replacer,
-    Rule,
-    is_harmless_value,
     is_sensitive_key,
     redact_whole,
 )
-from worldforge.core.redact.rules import PATH_LEFT, RULES, SENSITIVE_KEYWORDS, rule_ids
-from worldforge.core.redact.views import VIEWS, Decoded, View, b64_tokens, looks_like_credential
+from worldforge.core.redact.rules import PATH_LEFT, RULES, SENSITIVE_KEYWORDS
+from worldforge.core.redact.views import B64_TOKEN_RE, VIEWS, b64_text, looks_like_credential
 
 # ---------------------------------------------------------------------------------------------
 
@@ -199,9 +194,7 @@ def _spans(pattern: Matcher, replace: Replacer, text: str, rescan_values: bool =
             # Keep the match; assignment rules resume at the value, which may hold another one.
             stop = match.end()
             if rescan_values and match.start("val") > match.start():
-                value = match.group("val").lower()
-                if any(k in value for k in SENSITIVE_KEYWORDS):
-                    stop = match.start("val")
+                stop = match.start("val")  # the value may open another assignment: {"k": "{"api_key": …
             pos = stop if stop > pos else pos + 1
             continue
         spans.append((match.start(), match.end(), new))
@@ -251,7 +244,7 @@ class _Tracked:
         self.text = text
         self.edits: list[tuple[int, int, str, str]] = []  # base start, base end, replacement, rule
 
-    def _locate(self, position: int, end: bool) -> tuple[int, int]:
+    def locate(self, position: int, end: bool) -> tuple[int, int]:
         """(base position, current position) of a widened bound for current ``position``."""
         delta = 0
         for base_start, base_end, new, _rule in self.edits:
@@ -266,8 +259,8 @@ class _Tracked:
 
     def apply(self, rule_id: str, spans: list[Span]) -> None:
         for start, end, new in reversed(spans):  # right to left: earlier offsets stay valid
-            base_start, cur_start = self._locate(start, end=False)
-            base_end, cur_end = self._locate(end, end=True)
+            base_start, cur_start = self.locate(start, end=False)
+            base_end, cur_end = self.locate(end, end=True)
             replacement = self.text[cur_start:start] + new + self.text[end:cur_end]
             self.text = self.text[:cur_start] + replacement + self.text[cur_end:]
             kept = [e for e in self.edits if e[1] <= base_start or e[0] >= base_end]
@@ -308,6 +301,8 @@ def _run_rules(sink: _Raw | _Tracked) -> None:
     host = _host_name()
     if host and host in sink.text:
         sink.apply("host-name", _spans(_host_pattern(host), _host_placeholder, sink.text))
+    if len(sink.text) >= 12:
+        sink.apply("base64-credential", _spans(B64_TOKEN_RE, _base64_credential, sink.text))
 
 
 @functools.lru_cache(maxsize=1)
@@ -329,60 +324,85 @@ def _host_placeholder(_: re.Match[str]) -> str:
     return "<host>"
 
 
-def _through_view(text: str, view: View, decoded: Decoded, ledger: _Ledger | None) -> str:
-    """Redact what the rules find in a decoded view, at the matching spans of the original text."""
-    tracked = _Tracked(decoded.text)
-    _run_rules(tracked)
-    if not tracked.edits:
-        return text
-    spans: list[Span] = []
-    rules: list[str] = []
-    for base_start, base_end, new, rule in tracked.edits:
-        start = decoded.to_original(base_start)
-        end = decoded.to_original(base_end, end=True)
-        if spans and start < spans[-1][1]:  # two edits inside one escape: take the union once
-            prev = spans[-1]
-            spans[-1] = (prev[0], max(prev[1], end), prev[2])
-            continue
-        spans.append((start, end, view.encode(new)))
-        rules.append(rule)
-    result, offsets = _splice(text, spans)
-    if ledger is not None:
-        for rule, offset in zip(rules, offsets, strict=True):
-            ledger.add(rule, result, [offset])
-    return result
-
-
-def _redact_base64(text: str, ledger: _Ledger | None) -> str:
+def _base64_credential(match: re.Match[str]) -> str | None:
     """Base64 that decodes to a credential (``user:password``, a PEM key, any rule's hit) goes whole."""
-    spans: list[Span] = []
-    for start, end, decoded in b64_tokens(text):
-        if looks_like_credential(decoded) or _sanitize_layers(decoded, None, rounds=1) != decoded:
-            spans.append((start, end, REDACTED))
-    if not spans:
-        return text
-    result, offsets = _splice(text, spans)
-    if ledger is not None:
-        ledger.add("base64-credential", result, offsets)
-    return result
+    decoded = b64_text(match.group(0))
+    if decoded is None:
+        return None
+    if looks_like_credential(decoded) or _sanitize(decoded, None, depth=0, rounds=1) != decoded:
+        return REDACTED
+    return None
 
 
-def _sanitize_layers(text: str, ledger: _Ledger | None, rounds: int = 3) -> str:
+Edit = tuple[int, int, str, str]  # start, end, replacement (encoded for the text's context), rule
+
+
+def _view_edits(text: str, depth: int) -> list[Edit]:
+    """Redactions that the rules find in decoded views of ``text``, as spans of ``text`` itself.
+
+    Each view undoes one context's escaping; its own views are searched too (JSON inside HTML,
+    a JSON string inside a JSON string), ``depth`` layers deep. A replacement is re-encoded for
+    every layer it passes on its way out, so ``<home>`` lands in HTML as ``&lt;home&gt;``.
+    """
+    edits: list[Edit] = []
+    for view in VIEWS:
+        if not view.applies(text):
+            continue
+        decoded = view.decode(text)
+        if decoded is None:
+            continue
+        tracked = _Tracked(decoded.text)
+        _run_rules(tracked)
+        inner = [(s, e, new, rule) for s, e, new, rule in tracked.edits]
+        if depth > 1:
+            inner += _view_edits(tracked.text, depth - 1) if not tracked.edits else _nested(tracked, depth)
+        for start, end, new, rule in inner:
+            edits.append(
+                (decoded.to_original(start), decoded.to_original(end, end=True), view.encode(new), rule)
+            )
+    return _disjoint(edits)
+
+
+def _nested(tracked: _Tracked, depth: int) -> list[Edit]:
+    """Views of a view that already had redactions: found in its redacted text, mapped to its base."""
+    found: list[Edit] = []
+    for start, end, new, rule in _view_edits(tracked.text, depth - 1):
+        base_start, _ = tracked.locate(start, end=False)
+        base_end, _ = tracked.locate(end, end=True)
+        found.append((base_start, base_end, new, rule))
+    return found
+
+
+def _disjoint(edits: list[Edit]) -> list[Edit]:
+    """Sorted, non-overlapping edits: an edit inside another is dropped, partial overlaps merge."""
+    out: list[Edit] = []
+    for start, end, new, rule in sorted(edits, key=lambda e: (e[0], -e[1])):
+        if out and start < out[-1][1]:
+            prev = out[-1]
+            if end > prev[1]:
+                out[-1] = (prev[0], end, prev[2], prev[3])
+            continue
+        out.append((start, end, new, rule))
+    return out
+
+
+def _sanitize(text: str, ledger: _Ledger | None, depth: int = 3, rounds: int = 2) -> str:
     if not text:
         return text
-    raw = _Raw(text, ledger)
-    _run_rules(raw)
-    text = raw.text
-    for _ in range(rounds):  # each round peels one layer of nested encodings (JSON inside HTML …)
-        before = text
-        for view in VIEWS:
-            if view.applies(text):
-                decoded = view.decode(text)
-                if decoded is not None:
-                    text = _through_view(text, view, decoded, ledger)
-        if rounds > 1:
-            text = _redact_base64(text, ledger)
-        if text == before:
+    for _ in range(rounds):
+        raw = _Raw(text, ledger)
+        _run_rules(raw)
+        changed = raw.text != text
+        text = raw.text
+        if depth:
+            edits = _view_edits(text, depth)
+            if edits:
+                text, offsets = _splice(text, [(s, e, new) for s, e, new, _rule in edits])
+                if ledger is not None:
+                    for (_s, _e, _new, rule), offset in zip(edits, offsets, strict=True):
+                        ledger.add(rule, text, [offset])
+                changed = True
+        if not changed:
             break
     return text
 
@@ -391,120 +411,16 @@ def sanitize_text(text: str) -> str:
     """Redact secrets, signed-URL parameters and host-local paths in ``text`` (idempotent).
 
     Rules match the text as written and every decoded view of it (HTML entities, percent-encoding,
-    JSON/backslash escapes, CSV quoting; base64 credentials), so escaping never hides a secret.
+    JSON/backslash escapes, CSV quoting, nested up to three layers; base64 credentials), and the
+    matching spans of the original are replaced, so escaping never hides a secret.
     """
-    return _sanitize_layers(text, None)
+    return _sanitize(text, None)
 
 
 def sanitize_with_ledger(text: str, source: str) -> tuple[str, list[Redaction]]:
     """Sanitize ``text`` and report what was redacted (rule, ``source``, line in the result, count)."""
     ledger = _Ledger(source)
-    return _sanitize_layers(text, ledger), ledger.entries()
+    return _sanitize(text, ledger), ledger.entries()
 
 
-_NAME_FIELDS = ("name", "key", "Name", "Key", "NAME", "KEY")
-_VALUE_FIELDS = ("value", "Value", "VALUE", "secret", "data")
-
-
-def _redact_leaves(value: Any) -> Any:
-    """Every leaf beneath a secret-named key: the structure stays readable, no value survives."""
-    if isinstance(value, dict):
-        return {sanitize_text(str(k)): _redact_leaves(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact_leaves(item) for item in value]
-    if value is None or isinstance(value, bool) or (isinstance(value, str) and is_harmless_value(value)):
-        return value
-    return REDACTED
-
-
-def _embedded_json(text: str) -> Any:
-    """A string that is itself a JSON object or array, parsed; ``None`` otherwise."""
-    stripped = text.strip()
-    if len(stripped) < 2 or stripped[0] + stripped[-1] not in ("{}", "[]"):
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        return None
-
-
-def sanitize_value(value: Any, key: str | None = None) -> Any:
-    """Recursively sanitize a JSON-native value: keys, values, and strings that hold JSON themselves.
-
-    Under a secret-named key a string becomes ``[redacted]`` (digests, numbers and placeholders
-    stay: ``{"token_budget": 5}``, ``{"signature": "sha256:…"}``) and an object or list has every
-    leaf redacted. ``{"name": "OPENAI_API_KEY", "value": …}`` pairs redact the value. A string that
-    parses as a JSON object or array is sanitized as data and written back compactly when it changed.
-    """
-    if key is not None and is_sensitive_key(key):
-        if isinstance(value, (dict, list, tuple)):
-            return _redact_leaves(value)
-        if isinstance(value, str) and not is_harmless_value(value):
-            return REDACTED
-    if isinstance(value, dict):
-        secret_pair = any(
-            isinstance(value.get(n), str) and is_sensitive_key(str(value[n]))
-            for n in _NAME_FIELDS
-            if n in value
-        )
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            name = sanitize_text(str(k))
-            if secret_pair and k in _VALUE_FIELDS and not (isinstance(v, str) and is_harmless_value(v)):
-                out[name] = _redact_leaves(v)
-            else:
-                out[name] = sanitize_value(v, str(k))
-        return out
-    if isinstance(value, (list, tuple)):
-        return [sanitize_value(item, None) for item in value]
-    if isinstance(value, str):
-        embedded = _embedded_json(value)
-        if embedded is not None and isinstance(embedded, (dict, list)):
-            cleaned = sanitize_value(embedded)
-            if cleaned != embedded:
-                return sanitize_text(json.dumps(cleaned, ensure_ascii=False))
-        return sanitize_text(value)
-    return value
-
-
-def _is_secret_flag(arg: str) -> bool:
-    name = arg.lstrip("-")
-    return arg.startswith("-") and "=" not in arg and len(name) >= 2 and is_sensitive_key(name)
-
-
-def sanitize_argv(argv: Iterable[object]) -> list[str]:
-    """A command line safe to record and still worth replaying.
-
-    Run manifests, report provenance and failure-gallery rerun commands all record commands through
-    this one function, so they agree: paths under the current directory become relative (the command
-    replays from the directory it was started in), other host locations become placeholders and
-    secret-shaped arguments are redacted, as is the value after a secret-named flag
-    (``--api-key VALUE``). An argument that was exactly the current directory becomes ``.`` rather
-    than an empty string, which a shell would drop.
-    """
-    out: list[str] = []
-    previous = ""
-    for arg in argv:
-        raw = str(arg)
-        if _is_secret_flag(previous) and not raw.startswith("-") and not is_harmless_value(raw):
-            out.append(REDACTED)
-        else:
-            clean = str(sanitize_value(raw))
-            out.append("." if raw and not clean else clean)
-        previous = raw
-    return out
-
-
-__all__ = [
-    "REDACTED",
-    "RULES",
-    "SANITIZER_VERSION",
-    "Redaction",
-    "Rule",
-    "is_sensitive_key",
-    "rule_ids",
-    "sanitize_argv",
-    "sanitize_text",
-    "sanitize_value",
-    "sanitize_with_ledger",
-]
+__all__ = ["sanitize_text", "sanitize_with_ledger"]

@@ -11,6 +11,7 @@ URLs without a rule per encoding.
 
 from __future__ import annotations
 
+import json
 import re
 
 from worldforge.core.redact.keys import (
@@ -42,13 +43,27 @@ _SECRET_HEADERS = frozenset(
         "x-vault-token",
     }
 )
+# The header names are spelled out (rather than any ``Name:`` checked afterwards) so a line such as
+# ``X-Note: Cookie: …`` still finds the cookie without rescanning, which keeps matching linear.
+_HEADER_NAMES = (
+    r"(?i:X-Amz-Security-Token|Proxy-Authorization|X-Access-Token|X-Goog-Api-Key|Authorization"
+    r"|Private-Token|X-Vault-Token|X-Auth-Token|X-CSRF-Token|X-XSRF-Token|Set-Cookie|X-Api-Key|Api-Key|Cookie)"
+)
 _HEADER_RE = re.compile(
-    r"(?im)^(?P<pre>[ \t>*\-]*(?P<name>[A-Za-z][A-Za-z0-9\-]{2,40})[ \t]*:[ \t]*)(?P<val>\S[^\n]*?)[ \t]*$"
+    r"(?<![\w\-])(?P<pre>(?P<name>" + _HEADER_NAMES + r")[ \t]*:[ \t]*)"
+    r"(?P<val>[^\s\"'\\<][^\n\"'\\<]*?)(?=[ \t]*(?:$|[\n\"'\\<]))",
+    re.M,
+)
+
+# At the start of a line the header's value runs to the end of the line, quotes included
+# (``Proxy-Authorization: Digest username="u", response="…"``).
+_HEADER_LINE_RE = re.compile(
+    r"(?m)^(?P<pre>[ \t>*\-]*(?P<name>" + _HEADER_NAMES + r")[ \t]*:[ \t]*)(?P<val>\S[^\n]*?)[ \t]*$"
 )
 
 
 def _header(match: re.Match[str]) -> str | None:
-    if match.group("name").lower() not in _SECRET_HEADERS or is_harmless_value(match.group("val")):
+    if match.group("name").lower() not in _SECRET_HEADERS or is_harmless_value(match.group("val").strip()):
         return None
     return match.group("pre") + REDACTED
 
@@ -85,12 +100,13 @@ def _name_value(match: re.Match[str]) -> str | None:
 
 
 _CSV_ROW_RE = re.compile(
-    r"(?m)^(?P<pre>\"?(?P<key>"
+    r"(?m)^(?P<pre>[ \t]*\"?(?P<key>"
     + _KEY
-    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"]|\"\")*\"|[^,;\t\n ]+)(?=[,;\t\r\n]|$)"
+    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"\n]|\"\")*\"|[^,;\t\n ]+)(?=[,;\t\r\n]|$)"
 )
 _MD_ROW_RE = re.compile(
-    r"(?m)^(?P<pre>[ \t]*\|[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)(?P<val>[^|\n]+?)(?=[ \t]*\|)"
+    r"(?m)(?:^|(?<=[,\"'>=:]))(?P<pre>[ \t]*\|[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)"
+    r"(?P<val>[^|\n]+?)(?=[ \t]*\|)"
 )
 
 
@@ -157,7 +173,7 @@ def _curl_user(match: re.Match[str]) -> str | None:
 
 
 _YAML_BLOCK_RE = re.compile(
-    r"(?m)^(?P<pre>(?P<ind>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>"
+    r"(?m)(?P<pre>(?:^|(?<=[,\"'\[{(>\s:=]))(?P<ind>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>"
     + _KEY
     + r")[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n)"
     r"(?P<body>(?:(?P=ind)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n)+)"
@@ -226,12 +242,30 @@ def _balanced_end(text: str, begin: int) -> int | None:
     return None
 
 
+def _all_leaves_harmless(body: str) -> bool:
+    """A block whose every leaf is already redacted (or a number, placeholder …) needs nothing more."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not is_harmless_value(item):
+            return False
+    return True
+
+
 def _block(match: re.Match[str]) -> str | None:
     head = _BLOCK_START_RE.match(match.group(0))
     if head is None:
         return None
     body = match.group(0)[head.end() :]
-    if body in ("{}", "[]") or REDACTED in body and len(body) <= len(REDACTED) + 4:
+    if body in ("{}", "[]") or _all_leaves_harmless(body):
         return None
     return head.group("pre") + REDACTED
 
@@ -250,6 +284,7 @@ FORM_RULES: tuple[Rule, ...] = (
         _BlockPattern(),
         _block,
     ),
+    Rule("header-line", "credential HTTP header lines", (":",), _HEADER_LINE_RE, _header),
     Rule(
         "header-line",
         "credential HTTP headers (Authorization, Cookie, X-Api-Key …)",

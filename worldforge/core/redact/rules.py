@@ -110,14 +110,14 @@ _SIGNED_PARAMS = frozenset(
         "secret",
     }
 )
-_QUERY_RE = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<value>[^&#\s\"'<>\\]+)")
+_QUERY_RE = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<val>[^&#?\s\"'<>\\]+)")
 
 
 def _query_param(match: re.Match[str]) -> str | None:
     name = match.group("name")
     low = name.lower()
     signed = low in _SIGNED_PARAMS or low.startswith(("x-amz-", "x-goog-")) or is_sensitive_key(name)
-    value = match.group("value")
+    value = match.group("val")
     if not signed or value == REDACTED or DIGEST_VALUE_RE.match(value):
         return None
     return f"{match.group('sep')}{name}={REDACTED}"
@@ -163,7 +163,7 @@ def _assignment(match: re.Match[str]) -> str | None:
         # after it is a message about that file, which redaction would make unreadable. A ``\``
         # is not taken as a separator here because it also escapes quotes (``{\"token\": …}``).
         return None
-    if is_harmless_value(value) or value.startswith("//") or value in ("|", ">", "|-", ">-"):
+    if is_harmless_value(value) or value.startswith(("//", "&gt;", "&#")) or value in ("|", ">", "|-", ">-"):
         return None
     if value.startswith('\\"'):
         new_value = f'\\"{REDACTED}\\"'
@@ -177,7 +177,9 @@ def _assignment(match: re.Match[str]) -> str | None:
 _FILE_URL_RE = re.compile(r"\bfile://[^\s\"'<>)\]}]*", re.I)
 #: Left boundary of a host path: not inside a word, a longer path or a placeholder. Shared with the
 #: engine's dynamic prefixes (current directory, home) so both kinds of path match alike.
-PATH_LEFT = r"(?<![\w.\-/~<>$%])"
+PATH_LEFT = r"(?<![\w.\-/~$%])" + "".join(
+    f"(?<!<{name}>)" for name in ("tmp", "home", "repo", "venv", "user", "unc", "host")
+)
 _PATH_SEG = r"[^/\s\"'<>:;,|\\)\]}]+"
 _HOME_RE = re.compile(PATH_LEFT + r"(?:/home/" + _PATH_SEG + r"|/Users/" + _PATH_SEG + r"|/root(?![\w.\-]))")
 _TMP_RE = re.compile(
@@ -188,7 +190,7 @@ _TMP_RE = re.compile(
     r"|/private(?=/))"
 )
 _WIN_HOME_RE = re.compile(r"(?<![\w])[A-Za-z]:(?P<sep>\\\\|\\|/)Users(?P=sep)[^\\/\s\"'<>:;,|]+", re.I)
-_TILDE_RE = re.compile(r"(?<![\w.\-/~<>$%])~(?=/)")
+_TILDE_RE = re.compile(PATH_LEFT + r"~(?=/)")
 
 
 def _placeholder(text: str) -> Replacer:
@@ -219,7 +221,13 @@ RULES: tuple[Rule, ...] = (
         _placeholder("<local-file>"),
     ),
     Rule("url-userinfo", "user[:password]@ in URLs", ("://",), _USERINFO_RE, _userinfo),
-    Rule("signed-url-param", "signed-URL / credential query parameters", ("=",), _QUERY_RE, _query_param),
+    Rule(
+        "signed-url-param",
+        "signed-URL / credential query parameters",
+        ("=",),
+        _QUERY_RE,
+        _query_param,
+    ),
     _provider_rule(
         "jwt",
         "JSON Web Tokens",

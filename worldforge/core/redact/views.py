@@ -94,7 +94,8 @@ def _decode_escapes(name: str, text: str, escapes: Iterable[tuple[int, int, str 
 # --------------------------------------------------------------------------------------- views
 
 _HTML_RE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_PERCENT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# ``+`` is a space in form-encoded queries (``quote_plus``); the raw pass still sees it as ``+``.
+_PERCENT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\+")
 _ESCAPE_RE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}"
     r"|\\[\"'\\/bfnrt]"
@@ -120,6 +121,8 @@ def _html(chunk: str) -> str:
 
 
 def _percent(chunk: str) -> str:
+    if chunk == "+":
+        return " "
     try:
         return unquote(chunk, errors="strict")
     except UnicodeDecodeError:
@@ -140,12 +143,12 @@ class View:
     """One context's escaping: how to find and undo it, and how to write a replacement into it."""
 
     name: str
-    marker: str
+    markers: tuple[str, ...]
     decode: Callable[[str], Decoded | None]
     encode: Callable[[str], str]
 
     def applies(self, text: str) -> bool:
-        return self.marker in text
+        return any(marker in text for marker in self.markers)
 
 
 def _html_view(text: str) -> Decoded | None:
@@ -190,10 +193,10 @@ def _csv_encode(text: str) -> str:
 #: Every escaping context, in the order the redactor tries them (each round tries all of them, so
 #: nested encodings such as JSON inside HTML are peeled one layer a round).
 VIEWS: tuple[View, ...] = (
-    View("html", "&", _html_view, _html_encode),
-    View("url", "%", _percent_view, _percent_encode),
-    View("escape", "\\", _escape_view, _escape_encode),
-    View("csv", '""', _csv_view, _csv_encode),
+    View("html", ("&",), _html_view, _html_encode),
+    View("url", ("%", "+"), _percent_view, _percent_encode),
+    View("escape", ("\\",), _escape_view, _escape_encode),
+    View("csv", ('""',), _csv_view, _csv_encode),
 )
 
 
@@ -222,7 +225,7 @@ def decoded_views(text: str, *, depth: int = 2) -> Iterator[Decoded]:
 
 # ---------------------------------------------------------------------------------------- base64
 
-_B64_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
+B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _CREDENTIAL_PAIR_RE = re.compile(r"^[A-Za-z0-9_.@+\-]{1,64}:[^\s:]{4,256}$")
 
 
@@ -248,7 +251,7 @@ def b64_text(token: str) -> str | None:
 
 def b64_tokens(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, decoded text)`` of every base64 token in ``text`` that decodes to text."""
-    for match in _B64_RE.finditer(text):
+    for match in B64_TOKEN_RE.finditer(text):
         decoded = b64_text(match.group(0))
         if decoded is not None:
             yield match.start(), match.end(), decoded
@@ -260,6 +263,7 @@ def looks_like_credential(decoded: str) -> bool:
 
 
 __all__ = [
+    "B64_TOKEN_RE",
     "VIEWS",
     "Decoded",
     "View",
