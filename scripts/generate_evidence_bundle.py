@@ -7,7 +7,9 @@
 Default output: ``<workspace>/evidence-bundles/<YYYYMMDDTHHMMSSZ>/``. Every run file is sanitized in
 place (secrets, signed-URL parameters, host paths), listed in ``evidence_manifest.json`` with its
 digests, and summarised in ``summary.md``; ``--zip`` also writes a byte-reproducible zip that
-``worldforge runs verify`` accepts. Exit 0 on success, 2 on bad input.
+``worldforge runs verify`` accepts. A second, independent detector then re-scans every written
+byte and name; anything it finds marks the bundle unsafe, keeps no zip and exits 1 listing file,
+line and rule. Exit 0 on success, 1 when the gate fails, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -44,16 +46,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {sanitize_text(str(exc))}", file=sys.stderr)
         return 2
     manifest = result.manifest
-    print(f"wrote {result.output_dir}")
-    print(f"manifest: {result.output_dir / 'evidence_manifest.json'}")
-    print(f"summary: {result.output_dir / 'summary.md'}")
+    shown = sanitize_text(str(result.output_dir))  # printed lines leave the machine in issues too
+    print(f"wrote {shown}")
+    print(f"manifest: {shown}/evidence_manifest.json")
+    print(f"summary: {shown}/summary.md")
     if result.zip_path:
-        print(f"zip: {result.zip_path}")
+        print(f"zip: {sanitize_text(str(result.zip_path))}")
     print(
         f"runs: {manifest['run_count']}  included: {manifest['included_count']}  "
         f"excluded: {manifest['excluded_count']}  redactions: {manifest['redaction_count']}  "
         f"safe_to_attach: {str(manifest['safe_to_attach']).lower()}"
     )
+    if not result.safe_to_attach:
+        for line in result.gate_lines():
+            print(f"gate: {line}", file=sys.stderr)
+        print(
+            "error: the bundle gate found secret- or host-shaped text; nothing is marked safe.",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

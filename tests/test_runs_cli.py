@@ -80,8 +80,10 @@ def test_verify_bundle_and_tamper(tmp_path: Path) -> None:
     code, out = invoke("runs", "bundle", a, "-w", str(ws), "--zip", "--format", "json")
     assert code == 0
     info = json.loads(out)
-    assert info["safe_to_attach"] is True
-    code, out = invoke("runs", "verify", info["zip_path"], "-w", str(ws))
+    assert info["safe_to_attach"] is True and info["gate"]["passed"] is True
+    # Printed paths are sanitized like everything else that leaves the machine (tmp is a host path).
+    assert info["zip_path"].startswith("<tmp>/") and info["zip_path"].endswith(f"/issue-bundles/{a}.zip")
+    code, out = invoke("runs", "verify", str(ws / "issue-bundles" / f"{a}.zip"), "-w", str(ws))
     assert code == 0 and "bundle" in out
     code, out = invoke("runs", "bundle", a, "-w", str(ws))
     assert code == 2 and "not empty" in out

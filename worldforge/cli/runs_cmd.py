@@ -15,6 +15,8 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import cli_errors
+from worldforge.core.errors import GateFailure
+from worldforge.core.redact import sanitize_text
 
 runs_app = typer.Typer(
     name="runs",
@@ -401,22 +403,28 @@ def bundle_cmd(
             _print_json(
                 {
                     "run_id": run_dir.name,
-                    "output_dir": str(result.output_dir),
-                    "zip_path": str(result.zip_path) if result.zip_path else None,
+                    "output_dir": sanitize_text(str(result.output_dir)),
+                    "zip_path": sanitize_text(str(result.zip_path)) if result.zip_path else None,
                     "safe_to_attach": m["safe_to_attach"],
                     "included_count": m["included_count"],
                     "excluded_count": m["excluded_count"],
                     "redaction_count": m["redaction_count"],
                     "bundle_digest": m["bundle_digest"],
                     "first_triage_step": m["first_triage_step"],
+                    "gate": m.get("gate"),
                 }
             )
-            return
-        sys.stdout.write((result.output_dir / "issue.md").read_text(encoding="utf-8"))
-        typer.echo(
-            f"\nbundle: {result.output_dir}" + (f"\nzip: {result.zip_path}" if result.zip_path else ""),
-            err=True,
-        )
+        else:
+            sys.stdout.write((result.output_dir / "issue.md").read_text(encoding="utf-8"))
+            where = sanitize_text(str(result.output_dir))
+            zipped = f"\nzip: {sanitize_text(str(result.zip_path))}" if result.zip_path else ""
+            typer.echo(f"\nbundle: {where}{zipped}", err=True)
+        if not result.safe_to_attach:
+            for line in result.gate_lines():
+                typer.echo(f"gate: {line}", err=True)
+            raise GateFailure(
+                "runs bundle: the bundle gate found secret- or host-shaped text; nothing is marked safe."
+            )
 
 
 def register(app: typer.Typer) -> None:

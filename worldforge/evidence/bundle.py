@@ -37,7 +37,9 @@ from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_value, sanitize_with_ledger
+from worldforge.evidence.detect import KnownValues
 from worldforge.evidence.files import clean_file, rerender_reports
+from worldforge.evidence.gate import GateFinding, gate_record, scan_bundle_dir, scan_zip
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.workspace.layout import read_invocation
@@ -61,6 +63,19 @@ class BundleResult:
     @property
     def safe_to_attach(self) -> bool:
         return bool(self.manifest["safe_to_attach"])
+
+    @property
+    def gate_findings(self) -> list[dict[str, Any]]:
+        """What the bundle gate found: file, line and rule (never the text)."""
+        return list((self.manifest.get("gate") or {}).get("findings") or [])
+
+    def gate_lines(self) -> list[str]:
+        """One printable line per gate finding (``[zip:]file:line: rule``), for exit-1 messages."""
+        lines = []
+        for f in self.gate_findings:
+            where = f"{f['container']}:" if f.get("container") else ""
+            lines.append(f"{where}{f['file']}:{f['line']}: {f['rule']}")
+        return lines
 
 
 def _is_binary(data: bytes) -> bool:
@@ -317,11 +332,35 @@ def build_bundle(
         manifest_payload["first_triage_step"] = stories[0]["first_triage_step"]
     manifest_payload = sanitize_value(manifest_payload)  # the manifest leaves the machine too
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
+    known = KnownValues.from_environment()
+    findings = scan_bundle_dir(out, known)
+    _apply_gate(manifest_payload, findings, len(included) + 1)
+    atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     if final.exists():
         shutil.rmtree(final)
     os.replace(out, final)
-    zip_path = write_zip(final, source_date) if make_zip else None
+    zip_path = None
+    if make_zip and manifest_payload["safe_to_attach"]:
+        zip_path = write_zip(final, source_date)
+        zip_findings = scan_zip(zip_path, known)
+        if zip_findings:  # fail closed: no zip that the detector objects to is left behind
+            zip_path.unlink()
+            zip_path = None
+            _apply_gate(manifest_payload, findings + zip_findings, len(included) + 1)
+            atomic_write_bytes(final / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     return BundleResult(final, manifest_payload, zip_path)
+
+
+def _apply_gate(manifest: dict[str, Any], findings: list[GateFinding], scanned: int) -> None:
+    """Record the gate's verdict: flagged files and the bundle become unsafe to attach."""
+    flagged = {f.file for f in findings}
+    for record in manifest["files"]:
+        if record["path"] in flagged:
+            record["safe_to_attach"] = False
+            record["reason"] = "flagged by the bundle gate: " + str(record.get("reason") or "")
+    manifest["gate"] = gate_record(findings, scanned)
+    if findings:
+        manifest["safe_to_attach"] = False
 
 
 def _zip_date(source_date: str | None) -> tuple[int, int, int, int, int, int]:

@@ -200,6 +200,15 @@ VIEWS: tuple[View, ...] = (
 )
 
 
+def decoded_layer(text: str) -> Iterator[Decoded]:
+    """Each view of ``text`` one escaping layer down that differs from it."""
+    for view in VIEWS:
+        if view.applies(text):
+            decoded = view.decode(text)
+            if decoded is not None:
+                yield decoded
+
+
 def decoded_views(text: str, *, depth: int = 2) -> Iterator[Decoded]:
     """Every decoded view of ``text`` that differs from it, nested up to ``depth`` layers.
 
@@ -269,6 +278,7 @@ __all__ = [
     "View",
     "b64_text",
     "b64_tokens",
+    "decoded_layer",
     "decoded_views",
     "looks_like_credential",
 ]

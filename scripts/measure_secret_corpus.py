@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Recall and false-positive rate of the redactor and the bundle gate on a secret corpus we did not write.
+
+    python scripts/measure_secret_corpus.py [--corpus tests/fixtures/secrets/gitleaks_samples.json]
+        [--output docs/secret_corpus.json]
+
+The corpus is gitleaks' published sample secrets (true positives and benign look-alikes per rule;
+source, commit and licence in the fixture). Each true positive is wrapped in the contexts gitleaks'
+own sample generator uses (INI, JSON, YAML, XML, shell/Makefile, Python, Go …) and in the contexts
+that generator lacks and that once leaked here (escaped JSON, name/value JSON, XML attribute, YAML
+block scalar, URL query, CSV, HTML attribute, header line). Wrapping uses a key named after the rule
+(``sendgrid_api_token = …``), as a configuration file or log would name it; a bare token with no key
+is measured separately (``bare``), because a password-shaped string with no name and no known
+prefix is indistinguishable from any other identifier.
+
+Figures per rule family, for the redactor (is the secret gone from the output?) and the gate (does
+the detector report the wrapped secret, and report nothing on look-alikes?). Writes JSON, prints a
+summary. Deterministic: no timing, no randomness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import io
+import json
+import sys
+import urllib.parse
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from worldforge.core.canonical import pretty_json  # noqa: E402
+from worldforge.core.redact import sanitize_text  # noqa: E402
+from worldforge.evidence.detect import KnownValues, scan_text  # noqa: E402
+from worldforge.evidence.gate import scan_document  # noqa: E402
+
+DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
+
+
+def _key(rule: str) -> str:
+    """A configuration key named after the rule, as gitleaks' generator does (``<id>_token``)."""
+    base = rule.replace("-", "_")
+    return (
+        base
+        if any(w in base for w in ("key", "token", "secret", "password", "credential"))
+        else base + "_token"
+    )
+
+
+def _csv(key: str, secret: str) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow([key, secret])
+    return buffer.getvalue()
+
+
+#: Contexts of gitleaks' sample generator, then the ones it lacks.
+CONTEXTS: dict[str, Callable[[str, str], str]] = {
+    "ini": lambda k, s: f"[section]\n{k} = {s}\n",
+    "ini-quoted": lambda k, s: f'{k} = "{s}"\n',
+    "json": lambda k, s: json.dumps({k: s}),
+    "yaml": lambda k, s: f"config:\n  {k}: {s}\n",
+    "yaml-quoted": lambda k, s: f"{k}: '{s}'\n",
+    "xml": lambda k, s: f"<config><{k}>{html.escape(s)}</{k}></config>",
+    "shell-export": lambda k, s: f"export {k.upper()}={s}\n",
+    "makefile": lambda k, s: f"{k.upper()} := {s}\n",
+    "python": lambda k, s: f'{k} = "{s}"\n',
+    "go": lambda k, s: f'{k} := "{s}"\n',
+    "toml": lambda k, s: f'{k} = "{s}"\n',
+    # Contexts the generator does not produce, which leaked here before.
+    "json-escaped": lambda k, s: json.dumps({"log": json.dumps({k: s})}),
+    "json-name-value": lambda k, s: json.dumps([{"name": k.upper(), "value": s}]),
+    "xml-attribute": lambda k, s: f'<setting name="{k}" value="{html.escape(s, quote=True)}"/>',
+    "yaml-block": lambda k, s: f"{k}: |\n  {s}\nnext: 1\n",
+    "url-query": lambda k, s: f"https://example.test/cb?{k}={urllib.parse.quote(s, safe='')}",
+    "csv": _csv,
+    "html-attribute": lambda k, s: f'<td title="{html.escape(json.dumps({k: s}), quote=True)}">x</td>',
+    "header-line": lambda k, s: f"X-Api-Key: {s}\n",
+}
+
+
+def _encodings(secret: str) -> set[str]:
+    return {
+        secret,
+        html.escape(secret),
+        json.dumps(secret)[1:-1],
+        urllib.parse.quote(secret, safe=""),
+        secret.replace('"', '""'),
+    }
+
+
+def _gone(secret: str, out: str) -> bool:
+    return not any(enc in out for enc in _encodings(secret) if enc)
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return round(hits / total, 4) if total else None
+
+
+def measure(corpus: dict[str, Any]) -> dict[str, Any]:
+    known = KnownValues()
+    keyed: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # family -> [redacted, total]
+    bare: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    gate_hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    misses: list[dict[str, str]] = []
+    for sample in corpus["true_positives"]:
+        family, rule, secret = sample["family"], sample["rule"], sample["secret"]
+        secret = secret.strip()
+        if "\n" in secret or len(secret) < 8:
+            continue  # multi-line samples (PEM bodies) are measured through their own text below
+        key = _key(rule)
+        for context, wrap in CONTEXTS.items():
+            text = wrap(key, secret)
+            ok = _gone(secret, sanitize_text(text))
+            keyed[family][0] += ok
+            keyed[family][1] += 1
+            if not ok:
+                misses.append({"rule": rule, "context": context})
+            found = bool(scan_document(text, known))
+            gate_hits[family][0] += found
+            gate_hits[family][1] += 1
+        raw = sample["text"]
+        bare[family][0] += _gone(secret, sanitize_text(raw))
+        bare[family][1] += 1
+    fp_redactor: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    fp_gate: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for sample in corpus["false_positives"]:
+        family, text = sample["family"], sample["text"]
+        fp_redactor[family][0] += sanitize_text(text) != text
+        fp_redactor[family][1] += 1
+        fp_gate[family][0] += bool(scan_text(text, known))
+        fp_gate[family][1] += 1
+    families = sorted(set(keyed) | set(bare) | set(fp_redactor))
+
+    def table(counts: dict[str, list[int]]) -> dict[str, Any]:
+        rows = {f: {"hits": counts[f][0], "total": counts[f][1], "rate": _rate(*counts[f])} for f in families}
+        hits, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+        rows["all"] = {"hits": hits, "total": total, "rate": _rate(hits, total)}
+        return rows
+
+    return {
+        "schema_version": 1,
+        "corpus": {k: corpus["source"][k] for k in ("repository", "commit", "licence")},
+        "contexts": sorted(CONTEXTS),
+        "redactor_recall_keyed": table(keyed),
+        "redactor_recall_bare": table(bare),
+        "redactor_false_positive_rate": table(fp_redactor),
+        "gate_recall_keyed": table(gate_hits),
+        "gate_false_positive_rate": table(fp_gate),
+        "redactor_misses_keyed": sorted(misses, key=lambda m: (m["rule"], m["context"]))[:200],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "secret_corpus.json")
+    args = parser.parse_args(argv)
+    result = measure(json.loads(args.corpus.read_text(encoding="utf-8")))
+    args.output.write_text(pretty_json(result), encoding="utf-8")
+    for name in (
+        "redactor_recall_keyed",
+        "redactor_recall_bare",
+        "redactor_false_positive_rate",
+        "gate_recall_keyed",
+        "gate_false_positive_rate",
+    ):
+        row = result[name]["all"]
+        print(f"{name:32} {row['hits']:>6}/{row['total']:<6} {row['rate']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

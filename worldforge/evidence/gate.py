@@ -1,0 +1,115 @@
+"""The bundle gate: every written byte and name re-scanned by a second, independent detector.
+
+The redactor can be wrong in ways its own tests cannot see, because they share its idea of what a
+secret looks like. So after a bundle is written, :mod:`worldforge.evidence.detect` — written
+separately, with rule families of its own and no rule shared with the redactor — scans every file's
+name and contents, the bundle's own manifest, ``summary.md`` and ``issue.md`` included, on the text
+as written and on its decoded views (HTML entities, percent-encoding, JSON/backslash escapes, CSV
+quoting, two layers deep; base64 text), plus exact known values (secret-named environment
+variables, ``$HOME``, the working directory, the login name). A zip is scanned member by member
+after it is written.
+
+Anything found fails closed: the file and the bundle are marked ``safe_to_attach: false``, no zip is
+kept, and the command exits 1 listing file, line and rule — never the matched text, and no hash of
+it (a hash of a short secret can be reversed by guessing).
+"""
+
+from __future__ import annotations
+
+import bisect
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.redact.views import b64_tokens, decoded_layer
+from worldforge.evidence.detect import DETECTOR_VERSION, KnownValues, scan_name, scan_text
+
+
+@dataclass(frozen=True, order=True)
+class GateFinding:
+    """Where the detector found something: bundle path, line (0: the name), rule; ``container`` is
+    the zip's name for a finding in a zip member."""
+
+    file: str
+    line: int
+    rule: str
+    container: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"file": self.file, "line": self.line, "rule": self.rule}
+        if self.container:
+            record["container"] = self.container
+        return record
+
+
+def _line_of(newlines: list[int], offset: int) -> int:
+    return bisect.bisect_left(newlines, offset) + 1
+
+
+def _views(text: str, depth: int, to_top: Callable[[int], int]) -> Iterator[tuple[str, Callable[[int], int]]]:
+    """``text`` and its decoded views, each with a map from its offsets to the top text's offsets."""
+    yield text, to_top
+    if depth == 0:
+        return
+    for decoded in decoded_layer(text):
+
+        def mapper(position: int, decoded: Any = decoded, parent: Callable[[int], int] = to_top) -> int:
+            return parent(decoded.to_original(position))
+
+        yield from _views(decoded.text, depth - 1, mapper)
+
+
+def scan_document(text: str, known: KnownValues, *, depth: int = 2) -> list[tuple[int, str]]:
+    """``(line, rule)`` of every finding in ``text`` or any decoded view of it (lines of ``text``)."""
+    newlines = [i for i, char in enumerate(text) if char == "\n"] if "\n" in text else []
+    found: set[tuple[int, str]] = set()
+    for view, to_top in _views(text, depth, lambda p: p):
+        for finding in scan_text(view, known):
+            found.add((_line_of(newlines, to_top(finding.start)), finding.rule))
+        for start, _end, decoded in b64_tokens(view):
+            inner = scan_text(decoded, known)
+            if inner:
+                found.add((_line_of(newlines, to_top(start)), "base64/" + inner[0].rule))
+    return sorted(found)
+
+
+def _scan_named(name: str, data: bytes, known: KnownValues, container: str = "") -> list[GateFinding]:
+    findings = [GateFinding(name, 0, f"name/{f.rule}", container) for f in scan_name(name, known)]
+    text = data.decode("utf-8", "replace")
+    findings += [GateFinding(name, line, rule, container) for line, rule in scan_document(text, known)]
+    return findings
+
+
+def scan_bundle_dir(bundle_dir: Path, known: KnownValues) -> list[GateFinding]:
+    """Every file under ``bundle_dir`` (names and bytes), in path order."""
+    findings: list[GateFinding] = []
+    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
+        rel = path.relative_to(bundle_dir).as_posix()
+        findings += _scan_named(rel, path.read_bytes(), known)
+    return sorted(set(findings))
+
+
+def scan_zip(zip_path: Path, known: KnownValues) -> list[GateFinding]:
+    """Every member of a written zip (names and bytes), and the zip's own file name."""
+    name = zip_path.name
+    findings = [GateFinding(name, 0, f"name/{f.rule}", name) for f in scan_name(name, known)]
+    with zipfile.ZipFile(zip_path) as archive:
+        for info in archive.infolist():
+            findings += _scan_named(info.filename, archive.read(info), known, name)
+    return sorted(set(findings))
+
+
+def gate_record(findings: list[GateFinding], scanned: int) -> dict[str, Any]:
+    """The manifest's ``gate`` section: what scanned, how much, and what it found (no secrets)."""
+    return {
+        "detector": DETECTOR_VERSION,
+        "passed": not findings,
+        "scanned_files": scanned,
+        "finding_count": len(findings),
+        "findings": [f.to_dict() for f in findings],
+    }
+
+
+__all__ = ["GateFinding", "gate_record", "scan_bundle_dir", "scan_document", "scan_zip"]
