@@ -111,11 +111,12 @@ class KnownValues:
                 login = ""
         return cls(secrets=secrets, paths=tuple(sorted(paths)), login=login)
 
-    def forms(self) -> Iterator[tuple[str, str]]:
-        """``(rule, encoded form)`` of every known value in every encoding worth checking."""
+    def forms(self) -> Iterator[tuple[str, str, bool]]:
+        """``(rule, encoded form, is a plain-text form)`` of every known value in every encoding."""
         for rule, values in (("known-value/secret", self.secrets), ("known-value/path", self.paths)):
             for value in values:
-                yield from ((rule, form) for form in _encoded_forms(value))
+                plain = {value, json.dumps(value)[1:-1], html.escape(value, quote=True)}
+                yield from ((rule, form, form in plain) for form in sorted(_encoded_forms(value)))
 
 
 def _encoded_forms(value: str) -> set[str]:
@@ -139,11 +140,11 @@ def _encoded_forms(value: str) -> set[str]:
 
 
 def _known_findings(text: str, known: KnownValues) -> Iterator[tuple[str, int, int]]:
-    for rule, form in known.forms():
+    for rule, form, plain in known.forms():
         start = text.find(form)
         while start >= 0:
             end = start + len(form)
-            if rule != "known-value/path" or not _continues_name(text, end):
+            if rule != "known-value/path" or not plain or not _continues_name(text, end):
                 yield rule, start, end
             start = text.find(form, end)
     login = known.login
@@ -164,7 +165,7 @@ def _continues_name(text: str, end: int) -> bool:
 
 # ------------------------------------------------------------------------------ rule tables
 
-_L = r"(?<![A-Za-z0-9_])"  # token start: not inside a longer identifier
+_L = r"(?<![A-Za-z0-9])"  # token start: not inside a longer word (``_``/``-`` may join slugs)
 _R = r"(?![A-Za-z0-9])"
 
 _PROVIDERS: tuple[tuple[str, str, str], ...] = (
@@ -174,7 +175,7 @@ _PROVIDERS: tuple[tuple[str, str, str], ...] = (
         "A",
         r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])",
     ),
-    ("github", "gh", _L + r"gh[pousr]_[A-Za-z0-9]{36,251}" + _R),
+    ("github", "gh", _L + r"gh[pousr]_[A-Za-z0-9]{30,251}" + _R),
     ("github", "github_pat_", _L + r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{50,}" + _R),
     ("gitlab", "glpat-", _L + r"glpat-[A-Za-z0-9\-_]{20,}" + _R),
     ("slack", "xox", r"(?<![A-Za-z0-9])xox[baprse]-(?:[0-9]{6,}-){1,3}[A-Za-z0-9\-]{8,}" + _R),
@@ -204,8 +205,9 @@ _PROVIDERS: tuple[tuple[str, str, str], ...] = (
 _PROVIDER_RES = tuple((rule, literal, re.compile(pattern)) for rule, literal, pattern in _PROVIDERS)
 
 _KEYWORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key"
-    r"|client[_\-]?secret|private[_\-]?key|credentials?|auth(?:orization)?|session(?:id)?|cookie|bearer"
+    r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key"
+    r"|client[_\-]?secret|private[_\-]?key|credentials?|auth(?:orization)?|session(?:id)?|cookie|bearer)"
+    r"(?![a-z])"  # "passed", "tokenizer", "author" are words, not names of secrets
 )
 # name … separator … value, in the spellings configuration, code, tables, flags and markup use.
 _GENERIC = re.compile(
@@ -218,6 +220,11 @@ _NAME_VALUE = re.compile(
 )
 _INPUT = re.compile(
     r"(?i)<input\b[^>]*\bname=[\"']?(?P<name>[A-Za-z0-9_.\-]+)[^>]*\bvalue=[\"'](?P<val>[^\"']{6,})"
+)
+_SECRET_BLOCK = re.compile(r"(?i)" + _KEYWORDS + r"[\"']?\s*[:=]\s*(?=[{\[])")
+_QUOTED = re.compile(r"[\"']([^\"'\n]{8,})[\"']")
+_YAML_SECRET_BLOCK = re.compile(
+    r"(?im)" + _KEYWORDS + r"[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n[ \t]+(?P<val>\S[^\n]*)"
 )
 _CURL_USER = re.compile(r"(?<![\w\-])(?:-u|--user)[ =]+[\"']?[^\s:\"']+:(?P<val>[^\s\"'@]{4,})")
 _NAME_IS_SECRET = re.compile(r"(?i)" + _KEYWORDS)
@@ -250,13 +257,14 @@ _TMP_RANDOM = re.compile(
     r"(?<![\w.\-])/(?:private/)?(?:var/)?tmp/(?P<seg>[A-Za-z0-9_.\-]{6,})|/var/folders/[A-Za-z0-9_]{2}/"
 )
 _UNC = re.compile(r"(?<![\\\w])\\\\[A-Za-z0-9][A-Za-z0-9.\-]{1,62}\\[A-Za-z0-9$._\-]{1,80}")
+_TILDE = re.compile(r"(?<![\w.\-/~])~/[A-Za-z0-9._\-]+")
 _FILE_URL = re.compile(r"(?i)\bfile://(?:localhost)?/[^\s\"'<>]+")
 _ENCODED_HOME = re.compile(
     r"(?i)%2F(?:home|Users)%2F[A-Za-z0-9._\-]{2,}|\\/(?:home|Users)\\/[A-Za-z0-9._\-]{2,}"
 )
 
 _EVIDENCE = re.compile(
-    r"^(?:sha(?:256|384|512):[0-9a-f]+|[0-9a-f]{12}|[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}"
+    r"(?i)^(?:sha(?:256|384|512):[0-9a-f]+|[0-9a-f]{12}|[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}"
     r"|\d{8}T\d{6}(?:\.\d+)?Z-[0-9a-f]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     r"|v?\d+(?:\.\d+)+(?:[-+.][A-Za-z0-9.]+)?|wf-[a-z]+/\d+)$"
 )
@@ -313,10 +321,21 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
             value = m.group("val")
             if not _generic_name_ok(m.group("name")) or not looks_generated(value):
                 continue
-            spaced = not any(c in m.group("sep") for c in ":=|,") and "bearer" not in m.group("sep").lower()
-            if spaced and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
-                continue  # "tokenizer configuration" is prose; "--token 9f8e7d6c5b" is not
-                yield "generic-keyword", "generic-keyword", m.start("val"), m.end("val")
+            assigned = any(c in m.group("sep") for c in ":=") or "bearer" in m.group("sep").lower()
+            if not assigned and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+                # Without ``:``/``=`` (a space, a table cell, a CSV field) the pair may be prose:
+                # "secrets, signed-URL parameters"; a generated value still mixes letters and digits.
+                continue
+            yield "generic-keyword", "generic-keyword", m.start("val"), m.end("val")
+        for m in _SECRET_BLOCK.finditer(text):
+            window = text[m.end() : m.end() + 512]
+            close = window.find("}" if window[:1] == "{" else "]")
+            for q in _QUOTED.finditer(window[: close if close > 0 else len(window)]):
+                if looks_generated(q.group(1)):
+                    yield "generic-keyword/block", "generic-keyword", m.end() + q.start(1), m.end() + q.end(1)
+        for m in _YAML_SECRET_BLOCK.finditer(text):
+            if looks_generated(m.group("val")):
+                yield "generic-keyword/yaml-block", "generic-keyword", m.start("val"), m.end("val")
         for m in _NAME_VALUE.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/name-value", "generic-keyword", m.start("val"), m.end("val")
@@ -362,6 +381,9 @@ def _path_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
     if "\\\\" in text:
         for m in _UNC.finditer(text):
             yield "host-path/unc", "host-path", m.start(), m.end()
+    if "~/" in text:
+        for m in _TILDE.finditer(text):
+            yield "host-path/tilde", "host-path", m.start(), m.end()
     if "file:" in text.lower():
         for m in _FILE_URL.finditer(text):
             yield "host-path/file-url", "host-path", m.start(), m.end()
@@ -382,6 +404,18 @@ def scan_text(text: str, known: KnownValues | None = None) -> list[Finding]:
     return sorted(found, key=lambda f: (f.start, f.rule, f.end))
 
 
+_PAIR = re.compile(r"^[A-Za-z0-9_.@+\-]{1,64}:(?P<pw>\S{4,256})$")
+
+
+def scan_decoded(decoded: str, known: KnownValues | None = None) -> list[str]:
+    """Rules that fire on text decoded from base64: a ``user:password`` pair, or any text rule."""
+    rules = [f.rule for f in scan_text(decoded, known)]
+    pair = _PAIR.match(decoded.strip())
+    if pair and not _PLACEHOLDER.match(pair.group("pw")) and not _EVIDENCE.match(pair.group("pw")):
+        rules.append("generic-keyword/basic-pair")
+    return rules
+
+
 def scan_name(name: str, known: KnownValues | None = None) -> list[Finding]:
     """Findings in a file or zip member name (line is always 1)."""
     return [Finding(f.rule, f.family, f.start, f.end, 1) for f in scan_text(name.replace("\n", " "), known)]
@@ -394,6 +428,7 @@ __all__ = [
     "Finding",
     "KnownValues",
     "looks_generated",
+    "scan_decoded",
     "scan_name",
     "scan_text",
     "shannon_entropy",

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.redact.views import b64_tokens, decoded_layer
-from worldforge.evidence.detect import DETECTOR_VERSION, KnownValues, scan_name, scan_text
+from worldforge.evidence.detect import DETECTOR_VERSION, KnownValues, scan_decoded, scan_name, scan_text
 
 
 @dataclass(frozen=True, order=True)
@@ -69,9 +69,9 @@ def scan_document(text: str, known: KnownValues, *, depth: int = 2) -> list[tupl
         for finding in scan_text(view, known):
             found.add((_line_of(newlines, to_top(finding.start)), finding.rule))
         for start, _end, decoded in b64_tokens(view):
-            inner = scan_text(decoded, known)
+            inner = scan_decoded(decoded, known)
             if inner:
-                found.add((_line_of(newlines, to_top(start)), "base64/" + inner[0].rule))
+                found.add((_line_of(newlines, to_top(start)), "base64/" + inner[0]))
     return sorted(found)
 
 
