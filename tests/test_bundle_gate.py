@@ -37,7 +37,7 @@ def _make_run(ws: Path) -> str:
     return run.run_id
 
 
-def _no_redaction(source: str, text: str, rendered: str | None = None) -> Cleaned:
+def _no_redaction(source: str, text: str, rendered: str | None = None, memo: object = None) -> Cleaned:
     return Cleaned(text.encode("utf-8"), [], "text")
 
 

@@ -20,14 +20,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from leakforms import FORMS
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_SECRET = "envsecret-Zq81Lk27Wx93"
 HOME_USER = "qa-homeowner"
 
-SUITE = '''
+SUITE = """
 from worldforge.core.errors import ProviderError
 from worldforge.evaluation import EvaluationScenario, EvaluationSuite
 
@@ -58,7 +57,7 @@ def build_suite(options=None):
             EvaluationScenario.from_callable(name="raising", description="d", evaluator=raising),
         ],
     )
-'''
+"""
 
 
 def _secrets() -> list[str]:
@@ -103,8 +102,20 @@ def planted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, di
     }
     env.pop("WORLDFORGE_CONFIG", None)
     proc = _run(
-        [sys.executable, "-m", "worldforge", "eval", "--suite", "planted_suite.py:build_suite",
-         "--provider", "mock", "--run-workspace", "ws", "--format", "json"],
+        [
+            sys.executable,
+            "-m",
+            "worldforge",
+            "eval",
+            "--suite",
+            "planted_suite.py:build_suite",
+            "--provider",
+            "mock",
+            "--run-workspace",
+            "ws",
+            "--format",
+            "json",
+        ],
         work,
         env,
     )
@@ -136,8 +147,21 @@ def test_planted_forms_reach_the_run(planted_run: tuple[Path, str, dict[str, str
 def test_runs_bundle_leaks_nothing(planted_run: tuple[Path, str, dict[str, str]]) -> None:
     work, run_id, env = planted_run
     proc = _run(
-        [sys.executable, "-m", "worldforge", "runs", "bundle", run_id, "-w", "ws", "--zip",
-         "-o", "bundle", "--format", "json"],
+        [
+            sys.executable,
+            "-m",
+            "worldforge",
+            "runs",
+            "bundle",
+            run_id,
+            "-w",
+            "ws",
+            "--zip",
+            "-o",
+            "bundle",
+            "--format",
+            "json",
+        ],
         work,
         env,
     )
@@ -163,8 +187,15 @@ def test_runs_bundle_leaks_nothing(planted_run: tuple[Path, str, dict[str, str]]
 def test_evidence_bundle_script_leaks_nothing(planted_run: tuple[Path, str, dict[str, str]]) -> None:
     work, _, env = planted_run
     proc = _run(
-        [sys.executable, str(ROOT / "scripts" / "generate_evidence_bundle.py"), "--workspace-dir", "ws",
-         "--output", "evidence", "--zip"],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "generate_evidence_bundle.py"),
+            "--workspace-dir",
+            "ws",
+            "--output",
+            "evidence",
+            "--zip",
+        ],
         work,
         env,
     )

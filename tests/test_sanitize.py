@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from worldforge.core.redact import engine as sanitize_module
@@ -536,3 +537,39 @@ def test_jwt_inside_a_slug_is_redacted() -> None:
     for text in (f"items/mock_{jwt}.json", f"mock-{jwt}", f"bearer={jwt}"):
         assert jwt[:20] not in sanitize_text(text), text
     assert sanitize_text("keyJson eyJustAWord") == "keyJson eyJustAWord"
+
+
+_WORD_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- "
+_SHORT_WORDS = st.text(alphabet=_WORD_CHARS, max_size=19)
+_KEYWORD_PHRASES = st.builds(
+    lambda k, sep, v: f"{k}{sep}{v}",
+    st.sampled_from(["token", "password", "api_key", "secret", "pwd", "auth", "Cookie", "session"]),
+    st.sampled_from([" ", "=", "-", "_", "."]),
+    st.text(alphabet="abcdefghij0123456789XYZ", min_size=8, max_size=12).filter(
+        lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+    ),
+)
+_INERT = st.one_of(
+    st.integers(min_value=-(10**17), max_value=10**17).map(str),
+    st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex()),
+    st.just("20261122T073805Z-a1b2c3d4e5f6"),
+    st.just("2026-11-22T07:38:05.123Z"),
+)
+
+
+@given(st.one_of(_SHORT_WORDS, _KEYWORD_PHRASES, _KEYWORD_PHRASES, _INERT))
+@example("token a1b2c3d4e5")
+@example("secret=abc123XYZ9")
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_short_cuts_agree_with_the_full_rule_set(text: str) -> None:
+    """Short words and evidence-shaped strings skip the rule set for speed; the output is the same."""
+    fast = sanitize_module.sanitize_text(text)
+    original_simple, original_inert = sanitize_module._simple, sanitize_module._INERT_RE
+    try:
+        sanitize_module._simple = lambda _text: False  # type: ignore[assignment]
+        sanitize_module._INERT_RE = re.compile(r"(?!)")  # type: ignore[assignment]
+        full = sanitize_module.sanitize_text(text)
+    finally:
+        sanitize_module._simple = original_simple  # type: ignore[assignment]
+        sanitize_module._INERT_RE = original_inert  # type: ignore[assignment]
+    assert fast == full

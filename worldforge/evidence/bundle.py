@@ -92,6 +92,8 @@ class _Builder:
         self.files: list[dict[str, Any]] = []
         self.redactions: list[dict[str, Any]] = []
         self.paths: set[str] = set()
+        self.memo: dict[str, str] = {}  # sanitized strings shared by every file of this bundle
+        self.written: dict[str, bytes] = {}  # what was written, by bundle path, for the gate
 
     def add_bytes(
         self,
@@ -114,7 +116,7 @@ class _Builder:
         elif _is_binary(data):
             record["reason"] = "excluded: binary file cannot be sanitized; digest listed for reference"
         else:
-            cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered)
+            cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered, self.memo)
             out, ledger = cleaned.data, cleaned.ledger
             count = sum(entry.count for entry in ledger)
             self.redactions.extend(entry.to_dict() for entry in ledger)
@@ -132,6 +134,7 @@ class _Builder:
             target = self.output_dir / bundle_path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(out)  # the staging directory is renamed into place as a whole
+            self.written[bundle_path] = out
         self.files.append(record)
         self.paths.add(bundle_path)
         return out
@@ -306,6 +309,7 @@ def build_bundle(
         builder.redactions.extend(entry.to_dict() for entry in ledger)
         data = text.encode("utf-8")
         (out / name).write_bytes(data)
+        builder.written[name] = data
         record = _not_included(name, "generated", "summary", data)
         record.update(included=True, safe_to_attach=True, sha256=digest_bytes(data), size=len(data))
         builder.files.append({**record, "reason": "generated from sanitized run metadata"})
@@ -333,7 +337,7 @@ def build_bundle(
     manifest_payload = sanitize_value(manifest_payload)  # the manifest leaves the machine too
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     known = KnownValues.from_environment()
-    findings = scan_bundle_dir(out, known)
+    findings = scan_bundle_dir(out, known, builder.written)
     _apply_gate(manifest_payload, findings, len(included) + 1)
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     if final.exists():

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import functools
 import html
 import json
 import math
@@ -111,12 +112,19 @@ class KnownValues:
                 login = ""
         return cls(secrets=secrets, paths=tuple(sorted(paths)), login=login)
 
-    def forms(self) -> Iterator[tuple[str, str, bool]]:
+    def forms(self) -> tuple[tuple[str, str, bool], ...]:
         """``(rule, encoded form, is a plain-text form)`` of every known value in every encoding."""
-        for rule, values in (("known-value/secret", self.secrets), ("known-value/path", self.paths)):
-            for value in values:
-                plain = {value, json.dumps(value)[1:-1], html.escape(value, quote=True)}
-                yield from ((rule, form, form in plain) for form in sorted(_encoded_forms(value)))
+        return _all_forms(self.secrets, self.paths)
+
+
+@functools.lru_cache(maxsize=16)
+def _all_forms(secrets: tuple[str, ...], paths: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
+    out: list[tuple[str, str, bool]] = []
+    for rule, values in (("known-value/secret", secrets), ("known-value/path", paths)):
+        for value in values:
+            plain = {value, json.dumps(value)[1:-1], html.escape(value, quote=True)}
+            out.extend((rule, form, form in plain) for form in sorted(_encoded_forms(value)))
+    return tuple(out)
 
 
 def _encoded_forms(value: str) -> set[str]:
@@ -148,14 +156,18 @@ def _known_findings(text: str, known: KnownValues) -> Iterator[tuple[str, int, i
                 yield rule, start, end
             start = text.find(form, end)
     login = known.login
-    if len(login) >= 2:
-        pattern = re.compile(r"(?:(?<=/)|(?<=pytest-of-))" + re.escape(login) + r"(?=/|$|[\s\"'])")
-        for match in pattern.finditer(text):
+    if len(login) >= 2 and login in text:
+        for match in _login_pattern(login).finditer(text):
             if (
                 text[max(0, match.start() - 1) : match.start()] == "/"
                 or "pytest-of-" in text[match.start() - 10 : match.start()]
             ):
                 yield "known-value/login", match.start(), match.end()
+
+
+@functools.lru_cache(maxsize=16)
+def _login_pattern(login: str) -> re.Pattern[str]:
+    return re.compile(r"(?:(?<=/)|(?<=pytest-of-))" + re.escape(login) + r"(?=/|$|[\s\"'])")
 
 
 def _continues_name(text: str, end: int) -> bool:
@@ -209,10 +221,12 @@ _KEYWORDS = (
     r"|client[_\-]?secret|private[_\-]?key|credentials?|auth(?:orization)?|session(?:id)?|cookie|bearer)"
     r"(?![a-z])"  # "passed", "tokenizer", "author" are words, not names of secrets
 )
-# name … separator … value, in the spellings configuration, code, tables, flags and markup use.
-_GENERIC = re.compile(
-    r"(?i)(?P<name>[A-Za-z0-9_.\-]*(?:" + _KEYWORDS + r")[A-Za-z0-9_.\-]*)"
-    r"(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
+# A keyword hit is widened to its whole identifier, then separator and value are matched right
+# after it (``re.match`` at a position): one pass over the text, no backtracking over identifiers.
+_KEYWORD_FIND = re.compile(r"(?i)" + _KEYWORDS)
+_IDENTIFIER_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_SEP_VALUE = re.compile(
+    r"(?i)(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
     r"(?P<val>[^\s\"'`<>|,;\\\]\[{}()]{8,})"
 )
 _NAME_VALUE = re.compile(
@@ -221,11 +235,9 @@ _NAME_VALUE = re.compile(
 _INPUT = re.compile(
     r"(?i)<input\b[^>]*\bname=[\"']?(?P<name>[A-Za-z0-9_.\-]+)[^>]*\bvalue=[\"'](?P<val>[^\"']{6,})"
 )
-_SECRET_BLOCK = re.compile(r"(?i)" + _KEYWORDS + r"[\"']?\s*[:=]\s*(?=[{\[])")
+_BLOCK_AFTER = re.compile(r"[\"']?\s*[:=]\s*(?=[{\[])")
 _QUOTED = re.compile(r"[\"']([^\"'\n]{8,})[\"']")
-_YAML_SECRET_BLOCK = re.compile(
-    r"(?im)" + _KEYWORDS + r"[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n[ \t]+(?P<val>\S[^\n]*)"
-)
+_YAML_AFTER = re.compile(r"[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n[ \t]+(?P<val>\S[^\n]*)")
 _CURL_USER = re.compile(r"(?<![\w\-])(?:-u|--user)[ =]+[\"']?[^\s:\"']+:(?P<val>[^\s\"'@]{4,})")
 _NAME_IS_SECRET = re.compile(r"(?i)" + _KEYWORDS)
 _NAME_IS_METADATA = re.compile(
@@ -239,22 +251,21 @@ _PLACEHOLDER = re.compile(
 
 _PEM = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,64})")
 
-_URL_CREDS = re.compile(
-    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s/?#@:\"'<>]{1,64}):(?P<pw>[^\s/?#@\"'<>]{1,128})@"
-)
+_URL_CREDS = re.compile(r"://(?P<user>[^\s/?#@:\"'<>]{1,64}):(?P<pw>[^\s/?#@\"'<>]{1,128})@")
 _SIGNED = re.compile(
     r"(?i)[?&;](?P<name>x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
     r"|x-goog-credential|sig|signature|token|access_token|refresh_token|id_token|key|api_key|apikey|code"
     r"|client_secret|password)=(?P<val>[^&#\s\"'<>]{4,})"
 )
 
-_HOME = re.compile(
-    r"(?<![\w.\-])(?:/home/(?P<h>[A-Za-z0-9._\-]{2,})|/Users/(?P<u>[A-Za-z0-9._\-]{2,}))"
-    r"|(?<![\w])[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/)(?P<w>[A-Za-z0-9._\- ]{2,})"
-    r"|(?<![\w.\-])/root(?=/|\b)"
-)
+# Patterns start with a literal ("/home/", "tmp/", "://") so the regex engine can skip ahead with a
+# fast substring search; the left boundary is checked in Python afterwards. Leading lookbehinds or
+# character classes made each of these scan a 3 MB manifest ten times slower.
+_POSIX_HOME = re.compile(r"/(?:home|Users)/[A-Za-z0-9._\-]{2,}")
+_WINDOWS_HOME = re.compile(r"[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/)[A-Za-z0-9._\- ]{2,}")
+_ROOT = re.compile(r"/root(?=/|\b)")
 _TMP_RANDOM = re.compile(
-    r"(?<![\w.\-])/(?:private/)?(?:var/)?tmp/(?P<seg>[A-Za-z0-9_.\-]{6,})|/var/folders/[A-Za-z0-9_]{2}/"
+    r"/(?:private/)?(?:var/)?tmp/(?P<seg>[A-Za-z0-9_.\-]{6,})|/var/folders/[A-Za-z0-9_]{2}/"
 )
 _UNC = re.compile(r"(?<![\\\w])\\\\[A-Za-z0-9][A-Za-z0-9.\-]{1,62}\\[A-Za-z0-9$._\-]{1,80}")
 _TILDE = re.compile(r"(?<![\w.\-/~])~/[A-Za-z0-9._\-]+")
@@ -307,6 +318,80 @@ def _generic_name_ok(name: str) -> bool:
 # ------------------------------------------------------------------------------ scanning
 
 
+_STEMS = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "session", "cookie", "bearer")
+
+
+def _stem_hits(text: str) -> list[int]:
+    """Offsets of keyword stems, found with ``str.find`` on the lower-cased text.
+
+    A case-insensitive alternation of every keyword costs about 0.1 s per megabyte even where nothing
+    matches; substring search is two orders of magnitude faster. Texts whose lower-casing changes
+    their length (a few non-ASCII letters) fall back to the regex so offsets stay exact.
+    """
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return [m.start() for m in _KEYWORD_FIND.finditer(text)]
+    hits: list[int] = []
+    for stem in _STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            hits.append(at)
+            at = lowered.find(stem, at + 1)
+    return sorted(hits)
+
+
+def _keyword_sites(text: str) -> Iterator[tuple[str, int]]:
+    """``(identifier, end offset)`` of each identifier holding a secret keyword, once each.
+
+    The generic, block and YAML-block rules then match anchored at the identifier's end, so the
+    text is scanned for keywords once and never backtracked over.
+    """
+    done = -1
+    for hit in _stem_hits(text):
+        if hit < done:
+            continue
+        start = end = hit
+        while start > 0 and text[start - 1] in _IDENTIFIER_CHARS:
+            start -= 1
+        while end < len(text) and text[end] in _IDENTIFIER_CHARS:
+            end += 1
+        done = end
+        name = text[start:end]
+        if _KEYWORD_FIND.search(name):
+            yield name, end
+
+
+def _keyword_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
+    for name, end in _keyword_sites(text):
+        if not _generic_name_ok(name):
+            continue
+        m = _SEP_VALUE.match(text, end)
+        if m is not None:
+            value = m.group("val")
+            assigned = any(c in m.group("sep") for c in ":=") or "bearer" in m.group("sep").lower()
+            mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            # Without ``:``/``=`` (a space, a table cell, a CSV field) the pair may be prose:
+            # "secrets, signed-URL parameters"; a generated value still mixes letters and digits.
+            if looks_generated(value) and (assigned or mixed):
+                yield "generic-keyword", "generic-keyword", m.start("val"), m.end("val")
+        block = _BLOCK_AFTER.match(text, end)
+        if block is not None:
+            window = text[block.end() : block.end() + 512]
+            close = window.find("}" if window[:1] == "{" else "]")
+            for q in _QUOTED.finditer(window[: close if close > 0 else len(window)]):
+                if looks_generated(q.group(1)):
+                    at = block.end()
+                    yield "generic-keyword/block", "generic-keyword", at + q.start(1), at + q.end(1)
+        yaml_block = _YAML_AFTER.match(text, end)
+        if yaml_block is not None and looks_generated(yaml_block.group("val")):
+            yield (
+                "generic-keyword/yaml-block",
+                "generic-keyword",
+                yaml_block.start("val"),
+                yaml_block.end("val"),
+            )
+
+
 def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int, int]]:
     for rule, literal, pattern in _PROVIDER_RES:
         if literal in text:
@@ -317,25 +402,7 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         k in lowered
         for k in ("pass", "pwd", "secret", "token", "key", "cred", "auth", "session", "cookie", "bearer")
     ):
-        for m in _GENERIC.finditer(text):
-            value = m.group("val")
-            if not _generic_name_ok(m.group("name")) or not looks_generated(value):
-                continue
-            assigned = any(c in m.group("sep") for c in ":=") or "bearer" in m.group("sep").lower()
-            if not assigned and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
-                # Without ``:``/``=`` (a space, a table cell, a CSV field) the pair may be prose:
-                # "secrets, signed-URL parameters"; a generated value still mixes letters and digits.
-                continue
-            yield "generic-keyword", "generic-keyword", m.start("val"), m.end("val")
-        for m in _SECRET_BLOCK.finditer(text):
-            window = text[m.end() : m.end() + 512]
-            close = window.find("}" if window[:1] == "{" else "]")
-            for q in _QUOTED.finditer(window[: close if close > 0 else len(window)]):
-                if looks_generated(q.group(1)):
-                    yield "generic-keyword/block", "generic-keyword", m.end() + q.start(1), m.end() + q.end(1)
-        for m in _YAML_SECRET_BLOCK.finditer(text):
-            if looks_generated(m.group("val")):
-                yield "generic-keyword/yaml-block", "generic-keyword", m.start("val"), m.end("val")
+        yield from _keyword_findings(text)
         for m in _NAME_VALUE.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/name-value", "generic-keyword", m.start("val"), m.end("val")
@@ -353,7 +420,7 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
                 yield "private-key", "private-key", m.start(), m.end()
     if "://" in text:
         for m in _URL_CREDS.finditer(text):
-            if not _PLACEHOLDER.match(m.group("pw")) and m.group("user") != "[redacted]":
+            if not _PLACEHOLDER.match(m.group("pw")) and m.group("user") != "[redacted]":  # noqa: SIM102
                 yield "url-credentials/userinfo", "url-credentials", m.start("pw"), m.end("pw")
     if "=" in text:
         for m in _SIGNED.finditer(text):
@@ -369,12 +436,27 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         yield rule, "known-value", start, end
 
 
+def _path_start(text: str, start: int) -> bool:
+    """A path begins here, not inside a longer word or path (``/data/home/x``, ``x.tmp/``)."""
+    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_.-/")
+
+
 def _path_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
-    if "/home/" in text or "/Users/" in text or "/root" in text or "Users" in text:
-        for m in _HOME.finditer(text):
-            yield "host-path/home", "host-path", m.start(), m.end()
+    for literal, pattern in (("/home/", _POSIX_HOME), ("/Users/", _POSIX_HOME), ("/root", _ROOT)):
+        if literal in text:
+            for m in pattern.finditer(text):
+                if _path_start(text, m.start()):
+                    yield "host-path/home", "host-path", m.start(), m.end()
+            if pattern is _POSIX_HOME:
+                break  # one pass finds both /home/ and /Users/
+    if "Users" in text:
+        for m in _WINDOWS_HOME.finditer(text):
+            if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+                yield "host-path/home", "host-path", m.start(), m.end()
     if "tmp/" in text or "/var/folders/" in text:
         for m in _TMP_RANDOM.finditer(text):
+            if not _path_start(text, m.start()):
+                continue
             seg = m.group("seg")
             if seg is None or (any(c.isdigit() for c in seg) and any(c.isalpha() for c in seg)):
                 yield "host-path/tmp", "host-path", m.start(), m.end()
@@ -392,14 +474,20 @@ def _path_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
             yield "host-path/encoded", "host-path", m.start(), m.end()
 
 
+_NEWLINE = re.compile("\n")
+
+
 def scan_text(text: str, known: KnownValues | None = None) -> list[Finding]:
     """Every finding in ``text``, sorted by offset then rule (deterministic)."""
     if not text:
         return []
-    newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
+    raw = set(_raw_findings(text, known or KnownValues()))
+    if not raw:
+        return []
+    newlines = [m.start() for m in _NEWLINE.finditer(text)]  # only when there is something to place
     found = {
         Finding(rule, family, start, end, bisect.bisect_left(newlines, start) + 1)
-        for rule, family, start, end in _raw_findings(text, known or KnownValues())
+        for rule, family, start, end in raw
     }
     return sorted(found, key=lambda f: (f.start, f.rule, f.end))
 

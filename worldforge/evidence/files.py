@@ -76,12 +76,12 @@ def _json_style(raw: str, value: Any) -> Callable[[Any], str] | None:
     return None
 
 
-def _clean_json(text: str, source: str) -> Cleaned | None:
+def _clean_json(text: str, source: str, memo: dict[str, str]) -> Cleaned | None:
     try:
         value = json.loads(text)
     except ValueError:
         return None
-    clean = sanitize_value(value)
+    clean = sanitize_value(value, memo=memo)
     if clean == value:
         return Cleaned(text.encode("utf-8"), [], "json")
     style = _json_style(text, value) or (lambda v: json.dumps(v, indent=2, ensure_ascii=False) + "\n")
@@ -89,7 +89,7 @@ def _clean_json(text: str, source: str) -> Cleaned | None:
     return Cleaned(after.encode("utf-8"), _line_ledger(before, after, source), "json")
 
 
-def _clean_jsonl(text: str, source: str) -> Cleaned | None:
+def _clean_jsonl(text: str, source: str, memo: dict[str, str]) -> Cleaned | None:
     lines = text.split("\n")
     out: list[str] = []
     ledger: list[Redaction] = []
@@ -101,7 +101,7 @@ def _clean_jsonl(text: str, source: str) -> Cleaned | None:
             value = json.loads(line)
         except ValueError:
             return None
-        clean = sanitize_value(value)
+        clean = sanitize_value(value, memo=memo)
         if clean == value:
             out.append(line)
             continue
@@ -111,7 +111,7 @@ def _clean_jsonl(text: str, source: str) -> Cleaned | None:
     return Cleaned("\n".join(out).encode("utf-8"), ledger, "jsonl")
 
 
-def _clean_yaml(text: str, source: str) -> Cleaned | None:
+def _clean_yaml(text: str, source: str, memo: dict[str, str]) -> Cleaned | None:
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -120,7 +120,7 @@ def _clean_yaml(text: str, source: str) -> Cleaned | None:
         json.dumps(value)
     except (TypeError, ValueError):
         return None  # dates, sets …: not JSON-native, so the text path handles it
-    clean = sanitize_value(value)
+    clean = sanitize_value(value, memo=memo)
     if clean == value:
         # Comments are not part of the value: the text path still reads the original bytes.
         return _text(text, source, "yaml")
@@ -135,23 +135,27 @@ def _text(text: str, source: str, method: str = "text") -> Cleaned:
     return Cleaned(out.encode("utf-8"), ledger, method)
 
 
-def clean_file(source: str, text: str, rendered: str | None = None) -> Cleaned:
+def clean_file(
+    source: str, text: str, rendered: str | None = None, memo: dict[str, str] | None = None
+) -> Cleaned:
     """The bundled form of a text file named ``source`` (a bundle path).
 
     ``rendered`` is the file re-rendered from its sanitized report payload
-    (:func:`rerender_reports`), which replaces the file as it was rendered during the run.
+    (:func:`rerender_reports`), which replaces the file as it was rendered during the run. ``memo``
+    shares sanitized strings across the files of one bundle.
     """
+    memo = {} if memo is None else memo
     if rendered is not None:
         new = rendered
         return Cleaned(new.encode("utf-8"), _line_ledger(text, new, source), "re-rendered")
     suffix = PurePosixPath(source).suffix.lower()
     result: Cleaned | None = None
     if suffix == ".json":
-        result = _clean_json(text, source)
+        result = _clean_json(text, source, memo)
     elif suffix in (".jsonl", ".ndjson"):
-        result = _clean_jsonl(text, source)
+        result = _clean_jsonl(text, source, memo)
     elif suffix in (".yaml", ".yml"):
-        result = _clean_yaml(text, source)
+        result = _clean_yaml(text, source, memo)
     return result if result is not None else _text(text, source)
 
 

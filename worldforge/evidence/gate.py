@@ -17,6 +17,7 @@ it (a hash of a short secret can be reversed by guessing).
 from __future__ import annotations
 
 import bisect
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -63,16 +64,18 @@ def _views(text: str, depth: int, to_top: Callable[[int], int]) -> Iterator[tupl
 
 def scan_document(text: str, known: KnownValues, *, depth: int = 2) -> list[tuple[int, str]]:
     """``(line, rule)`` of every finding in ``text`` or any decoded view of it (lines of ``text``)."""
-    newlines = [i for i, char in enumerate(text) if char == "\n"] if "\n" in text else []
-    found: set[tuple[int, str]] = set()
+    hits: set[tuple[int, str]] = set()  # (offset in text, rule)
     for view, to_top in _views(text, depth, lambda p: p):
         for finding in scan_text(view, known):
-            found.add((_line_of(newlines, to_top(finding.start)), finding.rule))
+            hits.add((to_top(finding.start), finding.rule))
         for start, _end, decoded in b64_tokens(view):
             inner = scan_decoded(decoded, known)
             if inner:
-                found.add((_line_of(newlines, to_top(start)), "base64/" + inner[0]))
-    return sorted(found)
+                hits.add((to_top(start), "base64/" + inner[0]))
+    if not hits:
+        return []
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    return sorted({(_line_of(newlines, offset), rule) for offset, rule in hits})
 
 
 def _scan_named(name: str, data: bytes, known: KnownValues, container: str = "") -> list[GateFinding]:
@@ -82,12 +85,22 @@ def _scan_named(name: str, data: bytes, known: KnownValues, container: str = "")
     return findings
 
 
-def scan_bundle_dir(bundle_dir: Path, known: KnownValues) -> list[GateFinding]:
-    """Every file under ``bundle_dir`` (names and bytes), in path order."""
+def scan_bundle_dir(
+    bundle_dir: Path, known: KnownValues, written: dict[str, bytes] | None = None
+) -> list[GateFinding]:
+    """Every file under ``bundle_dir`` (names and bytes), in path order.
+
+    ``written`` holds the bytes the bundler just wrote, by bundle path, so they are not read back;
+    any file on disk that it does not list (or lists with other bytes) is read from disk.
+    """
     findings: list[GateFinding] = []
+    known_bytes = written or {}
     for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(bundle_dir).as_posix()
-        findings += _scan_named(rel, path.read_bytes(), known)
+        data = known_bytes.get(rel)
+        if data is None or path.stat().st_size != len(data):
+            data = path.read_bytes()
+        findings += _scan_named(rel, data, known)
     return sorted(set(findings))
 
 

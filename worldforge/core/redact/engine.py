@@ -44,11 +44,12 @@ from worldforge.core.redact.keys import (
     Matcher,
     Redaction,
     Replacer,
+    Rule,
     is_sensitive_key,
     redact_whole,
 )
 from worldforge.core.redact.rules import PATH_LEFT, RULES, SENSITIVE_KEYWORDS
-from worldforge.core.redact.views import B64_TOKEN_RE, VIEWS, b64_text, looks_like_credential
+from worldforge.core.redact.views import B64_TOKEN_RE, VIEWS, b64_candidate, b64_text, looks_like_credential
 
 # ---------------------------------------------------------------------------------------------
 
@@ -268,15 +269,45 @@ class _Tracked:
             self.edits = sorted(kept, key=lambda e: (e[0], e[1]))
 
 
+#: Each rule's keyword prefilter as one compiled alternation (a C-level scan instead of a Python
+#: loop per keyword); ``None`` for rules that always run.
+_PREFILTERS: tuple[tuple[Rule, re.Pattern[str] | None], ...] = tuple(
+    (rule, re.compile("|".join(re.escape(k) for k in rule.keywords)) if rule.keywords else None)
+    for rule in RULES
+)
+_SENSITIVE_RE = re.compile("|".join(re.escape(k) for k in SENSITIVE_KEYWORDS))
+#: Strings that are evidence by shape (digests, numbers, UTC timestamps, run ids): nothing to redact.
+_INERT_RE = re.compile(
+    r"sha(?:256|384|512):[0-9a-f]{16,128}|[-+]?\d{1,18}(?:\.\d+)?"
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z|\d{8}T\d{6}(?:\.\d{1,9})?Z-[0-9a-f]{6,32}"
+)
+#: A short word or identifier: no rule but the environment's own values (secrets, login, host name)
+#: and the short Slack prefixes can match it, so the full rule set is skipped.
+_SIMPLE_RE = re.compile(r"[A-Za-z0-9._\- ]{1,19}")
+
+
+def _environment_rules(sink: _Raw | _Tracked, *, secrets: bool = True, hosts: bool = True) -> None:
+    """Values this machine knows are secret or local: secret-named environment variables' values,
+    the login name inside paths, the host name."""
+    if secrets:
+        raw_env = getattr(os.environ, "_data", None)  # the undecoded mapping is cheaper to snapshot
+        snapshot = tuple(raw_env.items()) if isinstance(raw_env, dict) else tuple(os.environ.items())
+        present = [s for s in _env_secret_values(snapshot) if s in sink.text]
+        if present:
+            pattern = re.compile("|".join(re.escape(s) for s in present))
+            sink.apply("env-secret-value", _spans(pattern, redact_whole, sink.text))
+    if hosts:
+        login = _login_name()
+        if len(login) >= 3 and login in sink.text and "/" in sink.text:  # after <home>/<tmp> absorbed it
+            sink.apply("host-user", _spans(_login_pattern(login), _login_in_path, sink.text))
+        host = _host_name()
+        if host and host in sink.text:
+            sink.apply("host-name", _spans(_host_pattern(host), _host_placeholder, sink.text))
+
+
 def _run_rules(sink: _Raw | _Tracked) -> None:
     """Every rule in order over ``sink.text``; the one rule sequence for raw text and views."""
-    raw_env = getattr(os.environ, "_data", None)  # the undecoded mapping is much cheaper to snapshot
-    snapshot = tuple(raw_env.items()) if isinstance(raw_env, dict) else tuple(os.environ.items())
-    secrets = _env_secret_values(snapshot)
-    present = [s for s in secrets if s in sink.text]
-    if present:
-        pattern = re.compile("|".join(re.escape(s) for s in present))
-        sink.apply("env-secret-value", _spans(pattern, redact_whole, sink.text))
+    _environment_rules(sink, hosts=False)
     if "/" in sink.text:
         for pattern, placeholder in _current_prefixes():
 
@@ -287,20 +318,17 @@ def _run_rules(sink: _Raw | _Tracked) -> None:
 
             sink.apply(_PREFIX_RULES[placeholder], _spans(pattern, repl, sink.text))
     lowered = sink.text.lower()
-    for rule in RULES:
-        if rule.id == "sensitive-key" and not any(k in lowered for k in SENSITIVE_KEYWORDS):
+    key_words = _SENSITIVE_RE.search(lowered) is not None
+    for rule, keywords in _PREFILTERS:
+        if rule.id == "sensitive-key" and not key_words:
             continue
-        if rule.prefilter(lowered):
+        if keywords is None or keywords.search(lowered):
             spans = _spans(rule.pattern, rule.replace, sink.text, rule.rescan_values)
             if spans:
                 sink.apply(rule.id, spans)
                 lowered = sink.text.lower()
-    login = _login_name()
-    if len(login) >= 3 and login in sink.text and "/" in sink.text:  # after <home>/<tmp>, which absorb it
-        sink.apply("host-user", _spans(_login_pattern(login), _login_in_path, sink.text))
-    host = _host_name()
-    if host and host in sink.text:
-        sink.apply("host-name", _spans(_host_pattern(host), _host_placeholder, sink.text))
+                key_words = _SENSITIVE_RE.search(lowered) is not None
+    _environment_rules(sink, secrets=False)
     if len(sink.text) >= 12:
         sink.apply("base64-credential", _spans(B64_TOKEN_RE, _base64_credential, sink.text))
 
@@ -326,7 +354,8 @@ def _host_placeholder(_: re.Match[str]) -> str:
 
 def _base64_credential(match: re.Match[str]) -> str | None:
     """Base64 that decodes to a credential (``user:password``, a PEM key, any rule's hit) goes whole."""
-    decoded = b64_text(match.group(0))
+    token = match.group(0)
+    decoded = b64_text(token) if b64_candidate(token) else None
     if decoded is None:
         return None
     if looks_like_credential(decoded) or _sanitize(decoded, None, depth=0, rounds=1) != decoded:
@@ -386,9 +415,21 @@ def _disjoint(edits: list[Edit]) -> list[Edit]:
     return out
 
 
+def _simple(text: str) -> bool:
+    if not _SIMPLE_RE.fullmatch(text) or "xox" in text or "xapp" in text:
+        return False
+    if _SENSITIVE_RE.search(text.lower()):  # "token abc123…" is a name and its value
+        return False
+    return len(text) < 12 or not b64_candidate(text)
+
+
 def _sanitize(text: str, ledger: _Ledger | None, depth: int = 3, rounds: int = 2) -> str:
-    if not text:
+    if not text or _INERT_RE.fullmatch(text):  # digests, numbers, timestamps: evidence, never a secret
         return text
+    if _simple(text):
+        raw = _Raw(text, ledger)
+        _environment_rules(raw)
+        return raw.text
     for _ in range(rounds):
         raw = _Raw(text, ledger)
         _run_rules(raw)

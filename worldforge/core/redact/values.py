@@ -40,14 +40,29 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
-def sanitize_value(value: Any, key: str | None = None) -> Any:
+def sanitize_value(value: Any, key: str | None = None, *, memo: dict[str, str] | None = None) -> Any:
     """Recursively sanitize a JSON-native value: keys, values, and strings that hold JSON themselves.
 
     Under a secret-named key a string becomes ``[redacted]`` (digests, numbers and placeholders
     stay: ``{"token_budget": 5}``, ``{"signature": "sha256:…"}``) and an object or list has every
     leaf redacted. ``{"name": "OPENAI_API_KEY", "value": …}`` pairs redact the value. A string that
     parses as a JSON object or array is sanitized as data and written back compactly when it changed.
+
+    ``memo`` lets a caller that sanitizes many values in one environment (a bundle of thousands of
+    records) share the sanitized form of strings that repeat across them.
     """
+    return _walk(value, key, {} if memo is None else memo)
+
+
+def _text(text: str, memo: dict[str, str]) -> str:
+    """The text sanitizer, once per distinct string of a walk (records repeat keys and digests)."""
+    done = memo.get(text)
+    if done is None:
+        done = memo[text] = sanitize_text(text)
+    return done
+
+
+def _walk(value: Any, key: str | None, memo: dict[str, str]) -> Any:
     if key is not None and is_sensitive_key(key):
         if isinstance(value, (dict, list, tuple)):
             return _redact_leaves(value)
@@ -61,21 +76,21 @@ def sanitize_value(value: Any, key: str | None = None) -> Any:
         )
         out: dict[str, Any] = {}
         for k, v in value.items():
-            name = sanitize_text(str(k))
+            name = _text(str(k), memo)
             if secret_pair and k in _VALUE_FIELDS and not (isinstance(v, str) and is_harmless_value(v)):
                 out[name] = _redact_leaves(v)
             else:
-                out[name] = sanitize_value(v, str(k))
+                out[name] = _walk(v, str(k), memo)
         return out
     if isinstance(value, (list, tuple)):
-        return [sanitize_value(item, None) for item in value]
+        return [_walk(item, None, memo) for item in value]
     if isinstance(value, str):
         embedded = _embedded_json(value)
         if embedded is not None and isinstance(embedded, (dict, list)):
-            cleaned = sanitize_value(embedded)
+            cleaned = _walk(embedded, None, memo)
             if cleaned != embedded:
                 return sanitize_text(json.dumps(cleaned, ensure_ascii=False))
-        return sanitize_text(value)
+        return _text(value, memo)
     return value
 
 

@@ -238,6 +238,10 @@ B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?!
 _CREDENTIAL_PAIR_RE = re.compile(r"^[A-Za-z0-9_.@+\-]{1,64}:[^\s:]{4,256}$")
 
 
+_HEX_RE = re.compile(r"[0-9a-f]+")
+_MIXED_RE = re.compile(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9+/]*[0-9+/])")
+
+
 def b64_text(token: str) -> str | None:
     """The UTF-8 text a base64 (standard or URL-safe) token encodes, or ``None`` if it is not text.
 
@@ -245,7 +249,7 @@ def b64_text(token: str) -> str | None:
     decode to binary, so they are never mistaken for an encoded credential.
     """
     body = token.rstrip("=")
-    if len(body) % 4 == 1:
+    if len(body) % 4 == 1 or _HEX_RE.fullmatch(body):  # hex digests and ids decode to bytes
         return None
     padded = body + "=" * (-len(body) % 4)
     try:
@@ -258,10 +262,18 @@ def b64_text(token: str) -> str | None:
     return decoded
 
 
+def b64_candidate(token: str) -> bool:
+    """Cheap pre-check: base64 of text is padded or mixes cases and digits; identifiers do not."""
+    return token.endswith("=") or _MIXED_RE.match(token) is not None
+
+
 def b64_tokens(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, decoded text)`` of every base64 token in ``text`` that decodes to text."""
     for match in B64_TOKEN_RE.finditer(text):
-        decoded = b64_text(match.group(0))
+        token = match.group(0)
+        if not b64_candidate(token):
+            continue  # identifiers such as input_digest: base64 of text mixes case and digits
+        decoded = b64_text(token)
         if decoded is not None:
             yield match.start(), match.end(), decoded
 
@@ -276,6 +288,7 @@ __all__ = [
     "VIEWS",
     "Decoded",
     "View",
+    "b64_candidate",
     "b64_text",
     "b64_tokens",
     "decoded_layer",
