@@ -249,3 +249,14 @@ def test_failed_provider_call_emits_failure_event() -> None:
     phases = [(e.operation, e.phase) for e in sink.events]
     assert phases == [("predict", "success"), ("predict", "failure")]
     assert "ghost" in sink.events[-1].message
+
+
+def test_world_depends_on_a_runtime_protocol_not_the_facade() -> None:
+    from worldforge.core.world import WorldRuntime
+
+    assert isinstance(WorldForge(), WorldRuntime)
+    loose = World("loose")
+    with pytest.raises(WorldForgeError, match="not bound to a forge: create it with WorldForge"):
+        loose.predict(Action.noop())
+    bound = World("bound", forge=WorldForge())
+    assert bound.predict(Action.noop()).world_state["step"] == 1

@@ -16,6 +16,7 @@ from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.world import World, validate_world_id
+from worldforge.planning.mpc import LatentMPCController
 from worldforge.providers.base import (
     Capability,
     EmbeddingResult,
@@ -153,6 +154,11 @@ class WorldForge:
         if not isinstance(result, PredictionResult):
             raise WorldForgeError(f"Provider '{provider}' predict() must return a PredictionResult.")
         return result
+
+    def plan(self, world: World, goal: Any, provider: str = "mock", **options: Any) -> Any:
+        """Plan towards ``goal`` on a copy of ``world`` with :class:`LatentMPCController` over
+        ``provider``'s ``score`` cost oracle (``options`` are the controller's)."""
+        return LatentMPCController(self, provider, **options).plan(world, goal)
 
     def score_actions(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from worldforge.core.canonical import ensure_json_native
 from worldforge.core.digests import digest_payload
@@ -56,6 +56,21 @@ def validate_world_state(state: Any, field_name: str = "world") -> dict[str, Any
     return dict(state)
 
 
+@runtime_checkable
+class WorldRuntime(Protocol):
+    """What a :class:`World` needs from its runtime: provider prediction and planning.
+
+    The facade (:class:`~worldforge.forge.WorldForge`) implements it; the world depends on this
+    protocol only, so the domain layer never imports the facade or the planner above it.
+    """
+
+    def predict(
+        self, world_state: dict[str, Any], action: Action, steps: int = 1, provider: str = "mock"
+    ) -> Any: ...
+
+    def plan(self, world: World, goal: Any, provider: str, **options: Any) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class PlanExecution:
     """Result of replaying a plan on a copy of a world (the original is not mutated)."""
@@ -75,7 +90,7 @@ class World:
         name: str,
         provider: str = "mock",
         *,
-        forge: Any = None,
+        forge: WorldRuntime | None = None,
         world_id: str | None = None,
         description: str = "",
         metadata: dict[str, Any] | None = None,
@@ -226,11 +241,13 @@ class World:
 
     # -- provider-backed operations --------------------------------------------------------------
     @property
-    def forge(self) -> Any:
+    def forge(self) -> WorldRuntime:
+        """The runtime that serves this world's provider calls (a :class:`WorldRuntime`)."""
         if self._forge is None:
-            from worldforge.forge import WorldForge  # convenience for worlds built outside a forge
-
-            self._forge = WorldForge()
+            raise WorldForgeError(
+                f"world {self.id!r} is not bound to a forge: create it with "
+                "WorldForge().create_world(...) or pass forge=WorldForge()."
+            )
         return self._forge
 
     def predict(self, action: Action, steps: int = 1, provider: str | None = None) -> Any:
@@ -246,14 +263,12 @@ class World:
         return result
 
     def plan(self, goal: Any, *, provider: str | None = None, **controller_options: Any) -> Any:
-        """Plan towards ``goal`` with :class:`~worldforge.planning.mpc.LatentMPCController`.
+        """Plan towards ``goal`` with the forge's planner (the facade's is
+        :class:`~worldforge.planning.mpc.LatentMPCController`).
 
         The world itself is not changed; see :meth:`execute_plan`.
         """
-        from worldforge.planning.mpc import LatentMPCController
-
-        controller = LatentMPCController(self.forge, provider or self.provider, **controller_options)
-        return controller.plan(self, goal)
+        return self.forge.plan(self, goal, provider or self.provider, **controller_options)
 
     def execute_plan(self, plan: Any, provider: str | None = None) -> PlanExecution:
         """Replay ``plan.actions`` through ``predict`` on a copy of this world."""
@@ -263,4 +278,11 @@ class World:
         return PlanExecution(sandbox, predictions)
 
 
-__all__ = ["WORLD_SCHEMA_VERSION", "PlanExecution", "World", "validate_world_id", "validate_world_state"]
+__all__ = [
+    "WORLD_SCHEMA_VERSION",
+    "PlanExecution",
+    "World",
+    "WorldRuntime",
+    "validate_world_id",
+    "validate_world_state",
+]

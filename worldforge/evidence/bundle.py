@@ -42,9 +42,8 @@ from worldforge.evidence.files import clean_file, rerender_reports
 from worldforge.evidence.gate import GateFinding, gate_record, scan_bundle_dir, scan_zip
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
-from worldforge.workspace.layout import read_invocation
-from worldforge.workspace.run import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME
-from worldforge.workspace.store import load_manifest, resolve_run_dir
+from worldforge.workspace.layout import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, load_manifest, read_invocation
+from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
 EVIDENCE_SCHEMA_VERSION = 1
@@ -247,7 +246,6 @@ def build_bundle(
     issue: bool = False,
 ) -> BundleResult:
     """Bundle the given runs (every run of the workspace when ``run_refs`` is empty)."""
-    from worldforge.workspace.store import list_runs
 
     refs = list(run_refs) or [row["run_id"] for row in list_runs(workspace_dir)]
     if not refs:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text
-from worldforge.workspace.run import RESULT_PATH
+from worldforge.workspace.layout import RESULT_PATH
 from worldforge.workspace.store import effective_status
 
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from worldforge.core.digests import digest_payload
 from worldforge.workspace.eventlog import read_chain
-from worldforge.workspace.run import EVENTS_NAME
-from worldforge.workspace.store import effective_status, load_manifest
+from worldforge.workspace.layout import EVENTS_NAME, load_manifest
+from worldforge.workspace.store import effective_status
 
 DIFF_SCHEMA_VERSION = 1
 #: The order the level pipeline runs its stages in (generation first, classification last).

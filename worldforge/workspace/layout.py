@@ -7,6 +7,7 @@ share the exact same definitions as the writer without importing it.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -106,6 +107,20 @@ def items_digest(items: dict[str, dict[str, Any]]) -> str:
     return digest_payload([[k, items[k]["input_digest"], items[k]["record_digest"]] for k in sorted(items)])
 
 
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    """Parse ``run_manifest.json``; a missing or malformed manifest is a :class:`WorldForgeError`."""
+    path = run_dir / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: missing (not a run directory).") from None
+    except (OSError, ValueError) as exc:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: unreadable JSON ({exc}).") from None
+    if not isinstance(data, dict) or "run_id" not in data:
+        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: not a run manifest object.")
+    return data
+
+
 class RunLock:
     """An exclusive ``flock`` on ``<run>/.lock``; released when the process dies, even by ``kill -9``."""
 
@@ -161,6 +176,7 @@ __all__ = [
     "dataset_ref_digest",
     "item_filename",
     "items_digest",
+    "load_manifest",
     "portable_path",
     "read_invocation",
     "safe_relpath",

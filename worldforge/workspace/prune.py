@@ -17,8 +17,8 @@ from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.ids import run_id_time
-from worldforge.workspace.run import MANIFEST_NAME, RunLock
-from worldforge.workspace.store import effective_status, load_manifest, runs_dir
+from worldforge.workspace.layout import MANIFEST_NAME, RunLock, load_manifest
+from worldforge.workspace.store import effective_status, runs_dir
 
 PRUNE_SCHEMA_VERSION = 1
 

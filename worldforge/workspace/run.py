@@ -18,6 +18,7 @@ command gets the same guarantees:
 from __future__ import annotations
 
 import contextlib
+import json
 import mimetypes
 import os
 import shlex
@@ -35,7 +36,7 @@ from worldforge.core.io import atomic_write_bytes, atomic_write_json
 from worldforge.core.redact import sanitize_argv, sanitize_text, sanitize_value
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.workspace.environment import environment_summary
-from worldforge.workspace.eventlog import EventLog
+from worldforge.workspace.eventlog import EventLog, read_chain
 from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
 from worldforge.workspace.layout import (
     DIGEST_RECIPE,
@@ -53,6 +54,7 @@ from worldforge.workspace.layout import (
     dataset_ref_digest,
     item_filename,
     items_digest,
+    load_manifest,
     portable_path,
     safe_relpath,
 )
@@ -363,8 +365,6 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
 
 
 def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any], run_id: str) -> Run:
-    from worldforge.workspace.store import load_manifest
-
     require_run_id(run_id)
     run_dir = workspace / "runs" / run_id
     if not (run_dir / MANIFEST_NAME).is_file():
@@ -413,10 +413,6 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
 
 def _rebuild_from_events(run: Run) -> None:
     """Reload the artifact index and finished items from the event log (the durable record)."""
-    import json
-
-    from worldforge.workspace.eventlog import read_chain
-
     chain = read_chain(run.dir / EVENTS_NAME)
     for event in chain.events:
         payload: Any = event.get("payload")

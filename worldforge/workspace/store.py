@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.ids import is_run_id
-from worldforge.workspace.run import EVENTS_NAME, MANIFEST_NAME, RunLock
+from worldforge.workspace.layout import EVENTS_NAME, MANIFEST_NAME, RunLock, load_manifest
 
 
 def runs_dir(workspace_dir: str | Path) -> Path:
     return Path(workspace_dir) / "runs"
-
-
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    """Parse ``run_manifest.json``; a missing or malformed manifest is a :class:`WorldForgeError`."""
-    path = run_dir / MANIFEST_NAME
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: missing (not a run directory).") from None
-    except (OSError, ValueError) as exc:
-        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: unreadable JSON ({exc}).") from None
-    if not isinstance(data, dict) or "run_id" not in data:
-        raise WorldForgeError(f"{run_dir.name}/{MANIFEST_NAME}: not a run manifest object.")
-    return data
 
 
 def effective_status(run_dir: Path, manifest: dict[str, Any]) -> str:

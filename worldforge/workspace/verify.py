@@ -15,7 +15,7 @@ from typing import Any
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.eventlog import read_chain
-from worldforge.workspace.run import (
+from worldforge.workspace.layout import (
     EVENTS_NAME,
     LOCAL_DIR,
     LOCK_NAME,
@@ -25,8 +25,8 @@ from worldforge.workspace.run import (
     RunLock,
     compute_input_digest,
     items_digest,
+    load_manifest,
 )
-from worldforge.workspace.store import load_manifest
 
 
 @dataclass
