@@ -53,6 +53,17 @@ def _key(rule: str) -> str:
     )
 
 
+def _value_of(secret: str) -> str:
+    """The secret value of a sample as gitleaks reports it: some rules report the value with its
+    quotes (``"user:pw"``) or with its YAML key (``key: c2VjcmV0``); the wrapper adds its own."""
+    name, sep, value = secret.partition(": ")
+    if sep and value and " " not in value and all(c.isalnum() or c in "._-" for c in name):
+        secret = value
+    if len(secret) > 2 and secret[0] == secret[-1] and secret[0] in "\"'":
+        secret = secret[1:-1]
+    return secret
+
+
 def _csv(key: str, secret: str) -> str:
     buffer = io.StringIO()
     csv.writer(buffer).writerow([key, secret])
@@ -110,7 +121,7 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
     misses: list[dict[str, str]] = []
     for sample in corpus["true_positives"]:
         family, rule, secret = sample["family"], sample["rule"], sample["secret"]
-        secret = secret.strip()
+        secret = _value_of(secret.strip())
         if "\n" in secret or len(secret) < 8:
             continue  # multi-line samples (PEM bodies) are measured through their own text below
         key = _key(rule)
@@ -129,13 +140,24 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
         bare[family][1] += 1
     fp_redactor: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     fp_gate: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    benign_redactor: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    benign_gate: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    benign_hits: list[dict[str, str]] = []
     for sample in corpus["false_positives"]:
         family, text = sample["family"], sample["text"]
-        fp_redactor[family][0] += sanitize_text(text) != text
+        redacted, flagged = sanitize_text(text) != text, bool(scan_text(text, known))
+        fp_redactor[family][0] += redacted
         fp_redactor[family][1] += 1
-        fp_gate[family][0] += bool(scan_text(text, known))
+        fp_gate[family][0] += flagged
         fp_gate[family][1] += 1
-    families = sorted(set(keyed) | set(bare) | set(fp_redactor))
+        if sample.get("kind") == "benign":
+            benign_redactor[family][0] += redacted
+            benign_redactor[family][1] += 1
+            benign_gate[family][0] += flagged
+            benign_gate[family][1] += 1
+            if redacted or flagged:
+                benign_hits.append({"rule": sample["rule"], "redactor": str(redacted), "gate": str(flagged)})
+    families = sorted(set(keyed) | set(bare) | set(fp_redactor) | set(benign_redactor))
 
     def table(counts: dict[str, list[int]]) -> dict[str, Any]:
         rows = {f: {"hits": counts[f][0], "total": counts[f][1], "rate": _rate(*counts[f])} for f in families}
@@ -152,6 +174,9 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
         "redactor_false_positive_rate": table(fp_redactor),
         "gate_recall_keyed": table(gate_hits),
         "gate_false_positive_rate": table(fp_gate),
+        "redactor_benign_redacted_rate": table(benign_redactor),
+        "gate_benign_flagged_rate": table(benign_gate),
+        "benign_hits": sorted(benign_hits, key=lambda h: (h["rule"], h["redactor"], h["gate"])),
         "redactor_misses_keyed": sorted(misses, key=lambda m: (m["rule"], m["context"]))[:200],
     }
 
@@ -169,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         "redactor_false_positive_rate",
         "gate_recall_keyed",
         "gate_false_positive_rate",
+        "redactor_benign_redacted_rate",
+        "gate_benign_flagged_rate",
     ):
         row = result[name]["all"]
         print(f"{name:32} {row['hits']:>6}/{row['total']:<6} {row['rate']}")

@@ -22,7 +22,7 @@ from worldforge.core.redact.keys import (
     is_sensitive_key,
 )
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}"
+_KEY = r"(?:[0-9]{1,4}[A-Za-z_]|[A-Za-z_])[A-Za-z0-9_.\-]{0,80}"
 
 #: Headers whose whole value is a credential, whatever it looks like.
 _SECRET_HEADERS = frozenset(
@@ -110,9 +110,16 @@ _MD_ROW_RE = re.compile(
 )
 
 
+_PASSWORD_RE = re.compile(r"(?i)pass(?:wd|word|phrase)|pwd")
+
+
 def _table_cell(match: re.Match[str]) -> str | None:
     value = match.group("val").strip()
-    if " " in value.strip('"') or not is_sensitive_key(match.group("key")) or not _plausible_secret(value):
+    key = match.group("key")
+    if " " in value.strip('"') or not is_sensitive_key(key):
+        return None
+    # A header row (``api_key,description``) names columns; a password is often a plain word.
+    if not _plausible_secret(value) and not (_PASSWORD_RE.search(key) and len(value.strip('"')) >= 4):
         return None
     return match.group("pre") + REDACTED
 
@@ -129,16 +136,36 @@ def _emphasis(match: re.Match[str]) -> str | None:
     return match.group("pre") + REDACTED
 
 
+# Any element with a name/key attribute and a value/content attribute: HTML inputs and meta tags,
+# and XML settings (``<entry key="api_token" value="…"/>``, .NET ``<add key=… value=…/>``).
 _HTML_INPUT_RE = re.compile(
-    r"<(?:input|meta|param)\b[^>]*?\b(?:name|id|property)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?[^>]*?"
-    r"\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>[^\"'>\s]*)(?P=q)",
+    r"<(?:[A-Za-z][\w:.\-]*)\b[^>]*?\b(?:name|id|property|key)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?[^>]*?"
+    r"\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>(?(q)[^\"'>]*|[^\"'>\s]*))(?P=q)",
     re.I,
 )
 _HTML_INPUT_REV_RE = re.compile(
-    r"<(?:input|meta|param)\b[^>]*?\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>[^\"'>\s]*)(?P=q)[^>]*?"
-    r"\b(?:name|id|property)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?",
+    r"<(?:[A-Za-z][\w:.\-]*)\b[^>]*?\b(?:value|content)\s*=\s*(?P<q>[\"']?)(?P<val>(?(q)[^\"'>]*|[^\"'>\s]*))(?P=q)[^>]*?"
+    r"\b(?:name|id|property|key)\s*=\s*[\"']?(?P<key>" + _KEY + r")[\"']?",
     re.I,
 )
+
+
+# ``<api_token>…</api_token>``: an XML element named like a secret, its text on one or more lines.
+_XML_ELEMENT_RE = re.compile(
+    r"<(?P<key>[A-Za-z0-9_][\w.\-]{0,80})(?:\s[^<>]*)?>(?P<val>[^<]{1,8192})</(?P=key)\s*>",
+)
+
+
+def _xml_element(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    body = value.strip()
+    if not body or not is_sensitive_key(match.group("key")) or is_harmless_value(body):
+        return None
+    whole, start = match.group(0), match.start()
+    head = whole[: match.start("val") - start]
+    lead = value[: len(value) - len(value.lstrip())]
+    trail = value[len(value.rstrip()) :]
+    return head + lead + REDACTED + trail + whole[match.end("val") - start :]
 
 
 def _html_input(match: re.Match[str]) -> str | None:
@@ -299,6 +326,7 @@ FORM_RULES: tuple[Rule, ...] = (
         _NAME_VALUE_RE,
         _name_value,
     ),
+    Rule("xml-element", "<api_token>…</api_token> XML elements", ("</",), _XML_ELEMENT_RE, _xml_element),
     Rule("html-input", "<input name=password value=…>", ("<",), _HTML_INPUT_RE, _html_input),
     Rule("html-input", "<input value=… name=password>", ("<",), _HTML_INPUT_REV_RE, _html_input),
     Rule("markdown-key", "**password**: … in Markdown", ("*", "_", "`"), _MD_EMPHASIS_RE, _emphasis),

@@ -93,6 +93,17 @@ _NON_SECRET_SUFFIXES = frozenset(
         "policy",
     }
 )
+# ``<word>_key`` names a secret (``encryption_key``, ``origin_ca_key``) unless the word says the key
+# is a lookup key: database, cache and mapping keys are not credentials. Public keys stay
+# sensitive: vendors' "public" keys (Mailgun pubkey-…, Flutterwave FLWPUBK…) still grant access.
+_PUBLIC_KEY_KINDS = frozenset(
+    (
+        "primary foreign sort partition cluster clustering range hash cache lookup dict map index "
+        "row group join unique composite object item idempotency dedup dedupe routing "
+        "shard bucket hot short shortcut keyboard sequence natural surrogate compound candidate "
+        "entry record parent child the a any each this that"
+    ).split()
+)
 _CAMEL_RE = re.compile(r"([a-z0-9])([A-Z])")
 _SPLIT_RE = re.compile(r"[^a-z0-9]+")
 
@@ -125,6 +136,10 @@ def is_sensitive_key(key: str) -> bool:
     if _is_file_name(key):
         return False
     segments = [s for s in _SPLIT_RE.split(_CAMEL_RE.sub(r"\1_\2", key).lower()) if s]
+    if len(segments) >= 2 and segments[-1] == "key" and segments[-2] not in _PUBLIC_KEY_KINDS:
+        return True  # origin_ca_key, signing_key, LICENSE_KEY: a named key is a secret
+    if segments[-3:] == ["access", "key", "id"]:
+        return True  # the public half of an access-key pair still identifies the account
     for index, segment in enumerate(segments):
         pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
         width = 2 if pair in _SENSITIVE_SEGMENTS else 1 if segment in _SENSITIVE_SEGMENTS else 0
@@ -140,6 +155,11 @@ def is_sensitive_key(key: str) -> bool:
 DIGEST_VALUE_RE = re.compile(r"^sha(?:256|384|512):[0-9a-f]{16,128}$")
 _NUMBER_RE = re.compile(r"^[-+]?\d{1,5}(?:\.\d+)?$")
 _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.I)
+# Shell/template references and filler: ``$API_KEY``, ``$1``, ``{SumoAccessKey}``, ``xxxxxxxx``,
+# ``********``, ``<token>`` -- documentation and configuration templates, not credentials.
+_PLACEHOLDER_RE = re.compile(
+    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
+)
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
 
 
@@ -156,6 +176,7 @@ def is_harmless_value(value: str) -> bool:
         or low.startswith("[redacted")
         or bool(_SCHEME_REDACTED_RE.match(stripped))
         or stripped.startswith(("${", "$(", "env:", "<"))
+        or bool(_PLACEHOLDER_RE.match(stripped))
         or bool(DIGEST_VALUE_RE.match(stripped))
         or bool(_NUMBER_RE.match(stripped))
     )

@@ -25,6 +25,7 @@ from worldforge.core.redact.keys import (
     is_sensitive_key,
     redact_whole,
 )
+from worldforge.core.redact.vendors import VENDOR_RULES
 
 
 def _keep_prefix(match: re.Match[str]) -> str:
@@ -140,7 +141,7 @@ def _auth_header(match: re.Match[str]) -> str | None:
     return f"{scheme}{match.group('sp')}{REDACTED}"
 
 
-_ASSIGN_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,80}"
+_ASSIGN_KEY = r"(?:[0-9]{1,4}[A-Za-z_]|[A-Za-z_])[A-Za-z0-9_.\-]{0,80}"  # 1PASSWORD_SECRET_KEY too
 _LINE_ASSIGN_RE = re.compile(
     r"^(?P<pre>[ \t]*(?:export[ \t]+|-[ \t]+)?)(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?P=q)"
     r"(?P<sep>[ \t]*[:=][ \t]*)(?P<val>[^\s\"'{\[|>][^\n]*?)[ \t]*$",
@@ -291,6 +292,7 @@ RULES: tuple[Rule, ...] = (
         "huggingface-token", "Hugging Face access tokens", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,}" + _E
     ),
     _provider_rule("google-api-key", "Google API keys", ("aiza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    *VENDOR_RULES,
     *FORM_RULES,
     Rule(
         "sensitive-key",
