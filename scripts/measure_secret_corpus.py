@@ -181,10 +181,39 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_TABLE_COLUMNS = (
+    ("redactor_recall_keyed", "redactor recall, keyed"),
+    ("redactor_recall_bare", "redactor recall, bare"),
+    ("gate_recall_keyed", "gate recall, keyed"),
+    ("redactor_benign_redacted_rate", "benign redacted"),
+    ("gate_benign_flagged_rate", "benign flagged by gate"),
+    ("redactor_false_positive_rate", "all gitleaks FPs redacted"),
+)
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The per-family table of ``docs/evidence.md``."""
+    families = [f for f in result["redactor_recall_keyed"] if f != "all"] + ["all"]
+    lines = [
+        "| family | " + " | ".join(title for _, title in _TABLE_COLUMNS) + " |",
+        "|---|" + "---:|" * len(_TABLE_COLUMNS),
+    ]
+    for family in families:
+        cells = []
+        for name, _ in _TABLE_COLUMNS:
+            row = result[name].get(family)
+            cells.append(
+                "–" if not row or not row["total"] else f"{row['rate']:.3f} ({row['hits']}/{row['total']})"
+            )
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "secret_corpus.json")
+    parser.add_argument("--markdown", action="store_true", help="also print the docs/evidence.md table")
     args = parser.parse_args(argv)
     result = measure(json.loads(args.corpus.read_text(encoding="utf-8")))
     args.output.write_text(pretty_json(result), encoding="utf-8")
@@ -199,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         row = result[name]["all"]
         print(f"{name:32} {row['hits']:>6}/{row['total']:<6} {row['rate']}")
+    if args.markdown:
+        print(markdown_table(result))
     return 0
 
 

@@ -196,7 +196,11 @@ _CURL_USER_RE = re.compile(
 
 
 def _curl_user(match: re.Match[str]) -> str | None:
-    return None if is_harmless_value(match.group("val")) else match.group("pre") + REDACTED
+    if is_harmless_value(match.group("val")) or match.group("pre").rstrip(":").endswith(("<", "<user")):
+        return None
+    if match.group("val").endswith(">") and "<" in match.group("pre"):
+        return None  # curl -u <user:password>: the documented placeholder
+    return match.group("pre") + REDACTED
 
 
 _YAML_BLOCK_RE = re.compile(

@@ -158,9 +158,27 @@ _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.
 # Shell/template references and filler: ``$API_KEY``, ``$1``, ``{SumoAccessKey}``, ``xxxxxxxx``,
 # ``********``, ``<token>`` -- documentation and configuration templates, not credentials.
 _PLACEHOLDER_RE = re.compile(
-    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
+    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`[^`]*`?|\[[A-Z][A-Z0-9_ ]*\]"
+    r"|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
 )
+_SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token)\s+")
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
+
+
+_FILLER_RE = re.compile(r"(?P<c>[xX*#.])(?P=c){7,}")  # letters of filler only: 000… may be generated
+
+
+def is_placeholder_token(token: str) -> bool:
+    """A vendor-shaped token that documentation uses as a placeholder: a long run of one filler
+    character (``ghp_xxxxxxxx…``, ``glc_11111111…``). Vendors' published example keys
+    (``…EXAMPLE``) are still redacted: they cannot be told from a real key by shape alone."""
+    return _FILLER_RE.search(token) is not None
+
+
+def _prefixed_filler(value: str) -> bool:
+    """``hf_xxxxxxxx``, ``pplx-xxxxxxxx``, ``glc_11111111=``: a vendor prefix and filler."""
+    tail = value.rstrip(",;").split("_")[-1].split("-")[-1].rstrip("=")
+    return len(tail) >= 8 and _FILLER_RE.fullmatch(tail) is not None
 
 
 def is_harmless_value(value: str) -> bool:
@@ -170,6 +188,8 @@ def is_harmless_value(value: str) -> bool:
     what stays readable next to a sensitive key.
     """
     stripped = value.strip().strip("\"'").strip()
+    if _SCHEME_RE.match(stripped) and not _SCHEME_REDACTED_RE.match(stripped):
+        stripped = _SCHEME_RE.sub("", stripped, count=1).strip("\"'")  # Bearer $API_KEY
     low = stripped.lower()
     return (
         low in _PLACEHOLDERS
@@ -177,6 +197,11 @@ def is_harmless_value(value: str) -> bool:
         or bool(_SCHEME_REDACTED_RE.match(stripped))
         or stripped.startswith(("${", "$(", "env:", "<"))
         or bool(_PLACEHOLDER_RE.match(stripped))
+        or low in ("bearer", "basic", "token")  # a scheme before a placeholder: Bearer <your token>
+        or (
+            len(stripped) >= 8
+            and _FILLER_RE.fullmatch(stripped.split("_")[-1].split("-")[-1].rstrip("=")) is not None
+        )
         or bool(DIGEST_VALUE_RE.match(stripped))
         or bool(_NUMBER_RE.match(stripped))
     )

@@ -22,6 +22,7 @@ from worldforge.core.redact.keys import (
     Rule,
     has_digit_and_letter,
     is_harmless_value,
+    is_placeholder_token,
     is_sensitive_key,
     redact_whole,
 )
@@ -64,8 +65,10 @@ _PEM_RE = re.compile(
 )
 
 
-def _pem(match: re.Match[str]) -> str:
+def _pem(match: re.Match[str]) -> str | None:
     label = match.group("label")
+    if not match.group(0)[len(label) + 16 : -(len(label) + 14)].strip():
+        return None  # an empty block in documentation holds no key material
     return f"-----BEGIN {label}-----{REDACTED}-----END {label}-----"
 
 
@@ -175,7 +178,7 @@ def _assignment(match: re.Match[str]) -> str | None:
     return prefix + new_value
 
 
-_FILE_URL_RE = re.compile(r"\bfile://[^\s\"'<>)\]}]*", re.I)
+_FILE_URL_RE = re.compile(r"\bfile://(?![$%{])[^\s\"'<>)\]}]*", re.I)  # not file://${WORKDIR}
 #: Left boundary of a host path: not inside a word, a longer path or a placeholder. Shared with the
 #: engine's dynamic prefixes (current directory, home) so both kinds of path match alike.
 PATH_LEFT = r"(?<![\w.\-/~$%])" + "".join(
@@ -201,6 +204,15 @@ def _placeholder(text: str) -> Replacer:
     return replace
 
 
+def _unless_placeholder(replace: Replacer) -> Replacer:
+    """Vendor-shaped placeholders from documentation (``ghp_xxxx…``, ``…EXAMPLE``) are kept."""
+
+    def replacer(match: re.Match[str]) -> str | None:
+        return None if is_placeholder_token(match.group(0)) else replace(match)
+
+    return replacer
+
+
 def _provider_rule(
     rule_id: str,
     description: str,
@@ -209,7 +221,7 @@ def _provider_rule(
     replace: Replacer = redact_whole,
     flags: int = 0,
 ) -> Rule:
-    return Rule(rule_id, description, keywords, re.compile(regex, flags), replace)
+    return Rule(rule_id, description, keywords, re.compile(regex, flags), _unless_placeholder(replace))
 
 
 RULES: tuple[Rule, ...] = (
@@ -285,11 +297,14 @@ RULES: tuple[Rule, ...] = (
         "slack-token",
         "Slack tokens (xox?-)",
         ("xox", "xapp-"),
-        _B + r"(?:xox[abposr]|xapp)-(?P<scope>)(?P<body>[A-Za-z0-9\-]{10,})" + _E,
+        _B + r"(?:xox[abpsr]|xapp)-(?P<scope>)(?P<body>[A-Za-z0-9\-]{10,})" + _E,
         _ambiguous_prefix_token,
     ),
     _provider_rule(
-        "huggingface-token", "Hugging Face access tokens", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,}" + _E
+        "huggingface-token",
+        "Hugging Face access tokens (hf_ and 30-38 characters; longer runs are identifiers)",
+        ("hf_",),
+        _B + r"hf_[A-Za-z0-9]{30,38}(?![A-Za-z0-9_])",
     ),
     _provider_rule("google-api-key", "Google API keys", ("aiza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
     *VENDOR_RULES,
