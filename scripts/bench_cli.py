@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 GOAL_S = 0.4
-FORBIDDEN = ("torch", "transformers", "Box2D", "ollama", "numpy", "PIL")
+FORBIDDEN = ("torch", "transformers", "Box2D", "ollama", "openai", "numpy", "PIL")
 HEAVY_HARD = ("torch", "transformers", "Box2D")
 
 

@@ -224,7 +224,7 @@ def test_real_argv_recorded_and_gallery_rerun_command_works(tmp_path: Path) -> N
 def test_cli_import_stays_light_and_bench_script_reports() -> None:
     code = (
         "import sys, worldforge, worldforge.cli.app; "
-        "heavy = ('torch', 'transformers', 'Box2D', 'numpy', 'ollama'); "
+        "heavy = ('torch', 'transformers', 'Box2D', 'numpy', 'ollama', 'openai'); "
         "print(','.join(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

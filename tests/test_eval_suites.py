@@ -497,4 +497,4 @@ def test_entry_point_suites_and_providers_are_discovered(monkeypatch: pytest.Mon
     assert "plug" in forge.provider_names()
     report = suite.run_report(["plug", "plug:x"], forge=forge)
     assert [r.provider for r in report.results] == ["plug", "plug:x"]
-    assert WorldForge(discover_entry_points=False).provider_names() == ["mock", "ollama"]
+    assert WorldForge(discover_entry_points=False).provider_names() == ["mock", "ollama", "openai"]

@@ -1,4 +1,5 @@
-"""``.worldforge/config.yaml``: project defaults for run workspaces, retention, Ollama, classifier, workers.
+"""``.worldforge/config.yaml``: project defaults for run workspaces, retention, Ollama, OpenAI-compatible
+servers, classifier, workers.
 
 The file is optional. It is looked up at ``$WORLDFORGE_CONFIG`` or ``./.worldforge/config.yaml``;
 relative paths inside it resolve against the project directory (the parent of ``.worldforge``), so
@@ -37,6 +38,16 @@ class OllamaConfig:
 
 
 @dataclass(frozen=True)
+class OpenAIConfig:
+    """An OpenAI-compatible server for ``openai:<model>`` (``OPENAI_BASE_URL``/``OPENAI_API_KEY``
+    override it). ``api_key`` is never shown: :meth:`WorldForgeConfig.to_dict` masks it."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class ClassifierConfig:
     checkpoint: str | None = None
     device: str = "cpu"
@@ -52,6 +63,7 @@ class WorldForgeConfig:
     ollama: OllamaConfig = field(default_factory=OllamaConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     workers: int = 1
+    openai: OpenAIConfig = field(default_factory=OpenAIConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +72,7 @@ class WorldForgeConfig:
             "ollama": vars(self.ollama).copy(),
             "classifier": vars(self.classifier).copy(),
             "workers": self.workers,
+            "openai": {**vars(self.openai), "api_key": "***" if self.openai.api_key else None},
         }
 
 
@@ -67,8 +80,9 @@ _SECTIONS: dict[str, type] = {
     "retention": RetentionConfig,
     "ollama": OllamaConfig,
     "classifier": ClassifierConfig,
+    "openai": OpenAIConfig,
 }
-_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers")
+_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers", "openai")
 
 
 def _check_keys(where: str, data: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -116,6 +130,10 @@ def _section(name: str, raw: Any, label: str) -> Any:
         host = str(values["host"])
         if not host.startswith(("http://", "https://")):
             raise WorldForgeError(f"{label}:ollama.host: expected an http(s) URL, got {host!r}.")
+    if name == "openai" and values.get("base_url") is not None:
+        url = str(values["base_url"])
+        if not url.startswith(("http://", "https://")):
+            raise WorldForgeError(f"{label}:openai.base_url: expected an http(s) URL, got {url!r}.")
     return cls(**values)
 
 
@@ -158,6 +176,7 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
         ollama=_section("ollama", data.get("ollama"), label),
         classifier=classifier,
         workers=workers,
+        openai=_section("openai", data.get("openai"), label),
     )
 
 
@@ -197,6 +216,7 @@ __all__ = [
     "CONFIG_ENV",
     "ClassifierConfig",
     "OllamaConfig",
+    "OpenAIConfig",
     "RetentionConfig",
     "WorldForgeConfig",
     "config_path",

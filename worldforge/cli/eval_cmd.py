@@ -46,6 +46,7 @@ def _typed_options(
     diversity_vector: str | None,
     ollama_host: str | None,
     seed: int | None,
+    openai_base_url: str | None = None,
 ) -> dict[str, Any]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
     from worldforge.core.errors import WorldForgeError
@@ -60,6 +61,7 @@ def _typed_options(
         ("workers", workers),
         ("diversity_vector", diversity_vector),
         ("ollama_host", ollama_host),
+        ("openai_base_url", openai_base_url),
         ("seed", seed),
     ):
         if value is not None:
@@ -171,7 +173,9 @@ def eval_command(
         "physics", "--suite", help="Suite name (see `suites list`) or module:attr factory."
     ),
     provider: list[str] = typer.Option(
-        None, "--provider", help="Provider name, e.g. mock, mock:v2, ollama:qwen2.5 (repeatable)."
+        None,
+        "--provider",
+        help="Provider name, e.g. mock, mock:v2, ollama:qwen2.5, openai:qwen2.5 (repeatable).",
     ),
     fmt: str = typer.Option("markdown", "--format", help="markdown | json | csv | html."),
     output: Path | None = typer.Option(None, "--output", help="Write the report to FILE instead of stdout."),
@@ -197,6 +201,11 @@ def eval_command(
     ),
     ollama_host: str | None = typer.Option(None, "--ollama-host", help="science-birds: Ollama server URL."),
     seed: int | None = typer.Option(None, "--seed", help="science-birds: master seed."),
+    openai_base_url: str | None = typer.Option(
+        None,
+        "--openai-base-url",
+        help="science-birds: OpenAI-compatible server URL for openai:MODEL, e.g. http://127.0.0.1:11434/v1.",
+    ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
@@ -210,7 +219,15 @@ def eval_command(
             raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)} (or md).")
         providers = list(provider or ["mock"])
         typed = _typed_options(
-            program, trials, characters, classifier, workers, diversity_vector, ollama_host, seed
+            program,
+            trials,
+            characters,
+            classifier,
+            workers,
+            diversity_vector,
+            ollama_host,
+            seed,
+            openai_base_url,
         )
         options = _cwd_relative_paths(typed)
         evaluation = EvaluationSuite.from_reference(suite, options or None)

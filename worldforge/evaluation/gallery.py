@@ -27,6 +27,7 @@ OPTION_FLAGS: dict[str, str] = {
     "workers": "--workers",
     "diversity_vector": "--diversity-vector",
     "ollama_host": "--ollama-host",
+    "openai_base_url": "--openai-base-url",
     "seed": "--seed",
 }
 

@@ -10,7 +10,7 @@ Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("scien
 options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
 (default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
 ``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
-``ollama_host``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``.
+``ollama_host``, ``openai_base_url``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``.
 """
 
 from __future__ import annotations
@@ -56,14 +56,15 @@ METRIC_SEMANTICS = (
 
 
 def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
-    """The part of a runtime manifest that determines replies (hosts and clients excluded).
+    """The part of a runtime manifest that determines replies (hosts, server details and clients
+    excluded: the same model behind another port or server build keeps its recorded items).
 
     The built-in mock's replies are produced by code, so its identity also carries the versions of
     the modules that write them: changing the glyph decomposition invalidates cached replies and
     recorded items instead of silently mixing old and new levels in one run.
     """
     identity = (
-        {k: v for k, v in sorted(manifest.items()) if k not in {"host", "client"}}
+        {k: v for k, v in sorted(manifest.items()) if k not in {"host", "base_url", "server", "client"}}
         if isinstance(manifest, Mapping)
         else {"provider": name}
     )
@@ -321,6 +322,7 @@ CLI_OPTION_KEYS = (
     "diversity_vector",
     "seed",
     "ollama_host",
+    "openai_base_url",
 )
 
 

@@ -108,6 +108,10 @@ class SuiteConfig:
         if project is not None:  # .worldforge/config.yaml supplies defaults the flags override
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
+        if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
+            from worldforge.providers.openai_settings import check_base_url
+
+            check_base_url(str(opts["openai_base_url"]))
         cache = opts.get("cache_dir")
         return cls(
             programs=tuple(resolve_programs(programs)),

@@ -362,6 +362,11 @@ class ItemRunner:
         except (ProviderError, WorldForgeError) as exc:
             return {**base, "reply": None, "error": f"generate: {exc}", "tokens": None}
         reply = transcript.final_reply
+        usage = {
+            "prompt_tokens": transcript.prompt_tokens,
+            "completion_tokens": transcript.completion_tokens,
+            "served_models": sorted(set(transcript.models)),
+        }
         reason = screen_reply(reply)
         if reason is not None:
             preview = reply_preview(reply)
@@ -373,8 +378,15 @@ class ItemRunner:
                 "reply_digest": digest,
                 "error": reason,
                 "tokens": transcript.tokens,
+                "usage": usage,
             }
-        value = {"reply": reply, "error": None, "tokens": transcript.tokens, "calls": transcript.calls}
+        value = {
+            "reply": reply,
+            "error": None,
+            "tokens": transcript.tokens,
+            "calls": transcript.calls,
+            "usage": usage,
+        }
         self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
@@ -416,6 +428,7 @@ class ItemRunner:
             "trial_seed": seed,
             "prompt_digests": list(gen["prompt_digests"]),
             "tokens": gen.get("tokens"),
+            **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
             "reply": reply,
             "status": "failed",
             "failed_stage": None,

@@ -13,8 +13,9 @@ moves on. Client errors (4xx, for example an unknown model) are not retried. Eac
 
 The per-trial limits of the competition (25,000 prompt+completion tokens, a wall-clock budget) are
 enforced by :class:`ChatTrial`, which drives the turns of a prompt program against any provider
-with ``generate`` and reads the token counts this provider returns in its metadata
-(``prompt_eval_count`` / ``eval_count``).
+with ``generate`` and reads the token counts providers return in their metadata
+(``prompt_tokens`` / ``completion_tokens`` as OpenAI-compatible servers report them, else Ollama's
+``prompt_eval_count`` / ``eval_count``, which this provider returns).
 
 The ``ollama`` and ``httpx`` modules are imported lazily so ``import worldforge`` stays cheap.
 """
@@ -433,12 +434,26 @@ class TrialLimitExceeded(ProviderError):
 
 @dataclass
 class TrialTranscript:
-    """The conversation of one trial: every message, the final reply and the token total."""
+    """The conversation of one trial: every message, the final reply and the token counts.
+
+    ``prompt_tokens`` / ``completion_tokens`` are the server's counts summed over the calls and
+    ``models`` the model ids it reported (in call order), so records show what was really served.
+    """
 
     messages: list[dict[str, str]]
     final_reply: str
     tokens: int
     calls: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    models: list[str] = field(default_factory=list)
+
+
+def usage_counts(metadata: Mapping[str, Any]) -> tuple[int, int]:
+    """(prompt, completion) tokens of one call from a provider's metadata, either spelling."""
+    prompt = metadata.get("prompt_tokens", metadata.get("prompt_eval_count"))
+    completion = metadata.get("completion_tokens", metadata.get("eval_count"))
+    return int(prompt or 0), int(completion or 0)
 
 
 class ChatTrial:
@@ -466,7 +481,8 @@ class ChatTrial:
     ) -> TrialTranscript:
         started = clock()
         messages: list[dict[str, str]] = []
-        tokens = 0
+        tokens = prompt_total = completion_total = 0
+        models: list[str] = []
         reply = ""
         for index, prompt in enumerate(prompts):
             elapsed = clock() - started
@@ -480,14 +496,27 @@ class ChatTrial:
             text = getattr(result, "text", result)
             reply = text if isinstance(text, str) else str(text)
             meta = getattr(result, "metadata", None) or {}
-            tokens += int(meta.get("prompt_eval_count") or 0) + int(meta.get("eval_count") or 0)
+            prompt_tokens, completion_tokens = usage_counts(meta)
+            prompt_total += prompt_tokens
+            completion_total += completion_tokens
+            tokens += prompt_tokens + completion_tokens
+            if isinstance(meta.get("model"), str):
+                models.append(meta["model"])
             if tokens > self.max_tokens:
                 raise TrialLimitExceeded(
                     f"trial token limit: {tokens} prompt+completion tokens after turn {index + 1} "
                     f"(limit {self.max_tokens})."
                 )
             messages.append({"role": "assistant", "content": reply})
-        return TrialTranscript(messages=messages, final_reply=reply, tokens=tokens, calls=len(prompts))
+        return TrialTranscript(
+            messages=messages,
+            final_reply=reply,
+            tokens=tokens,
+            calls=len(prompts),
+            prompt_tokens=prompt_total,
+            completion_tokens=completion_total,
+            models=models,
+        )
 
 
 def create_provider(model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
@@ -509,4 +538,5 @@ __all__ = [
     "create_provider",
     "resolve_host",
     "trial_seed",
+    "usage_counts",
 ]

@@ -1,8 +1,9 @@
 """Provider registry: built-in factories, user registrations and the ``worldforge.providers``
 entry-point group.
 
-Names may be parameterized as ``name:arg`` (``mock:v2``, ``ollama:qwen2.5``). The registry looks up
-the factory registered for ``name`` and calls ``factory(arg)``; a bare ``name`` calls ``factory()``.
+Names may be parameterized as ``name:arg`` (``mock:v2``, ``ollama:qwen2.5``, ``openai:gpt-4o-mini``).
+The registry looks up the factory registered for ``name`` and calls ``factory(arg)``; a bare ``name``
+calls ``factory()``.
 Built-ins are imported lazily so listing providers never imports a client library.
 """
 
@@ -77,6 +78,20 @@ def _lazy_ollama(arg: str | None = None) -> Any:
     return factory(arg)
 
 
+def _lazy_openai(arg: str | None = None) -> Any:
+    if not arg:
+        raise WorldForgeError(
+            "provider 'openai' needs a model: use 'openai:<model>' (e.g. openai:qwen2.5:32b-instruct-fp16)."
+        )
+    try:
+        module = importlib.import_module("worldforge.providers.openai_compat")
+    except ModuleNotFoundError as exc:
+        if exc.name == "worldforge.providers.openai_compat":
+            raise WorldForgeError("provider 'openai' is not available in this installation.") from None
+        raise
+    return module.create_provider(arg)
+
+
 _BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {
     "mock": (
         _lazy_mock,
@@ -84,11 +99,17 @@ _BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {
         "optional",
     ),
     "ollama": (_lazy_ollama, "Local LLM through an Ollama server; ollama:<model>.", "required"),
+    "openai": (
+        _lazy_openai,
+        "Any OpenAI-compatible chat server (Ollama /v1, llama.cpp, vLLM, OpenAI); openai:<model>.",
+        "required",
+    ),
 }
 #: Declared capabilities of built-ins, so listing providers needs no client import.
 BUILTIN_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "mock": ("predict", "score", "generate", "embed"),
     "ollama": ("generate",),
+    "openai": ("generate",),
 }
 
 

@@ -1,0 +1,441 @@
+"""``openai:<model>``: chat generation through any OpenAI-compatible server with the official client.
+
+The 2025 competition reached its three Ollama models through Ollama's OpenAI-compatible endpoint
+(``http://localhost:11434/v1`` with a dummy key), and llama.cpp, vLLM and hosted APIs speak the
+same protocol, so one provider covers them all. Calls carry the competition's settings: temperature
+1 by default, ``n`` (default 1) and a per-trial ``seed`` derived from the master seed.
+
+Where the server is: ``--openai-base-url`` (suite option ``openai_base_url``), else
+``OPENAI_BASE_URL``, else ``openai.base_url`` in ``.worldforge/config.yaml``, else OpenAI's API.
+The key comes from ``OPENAI_API_KEY`` or ``openai.api_key`` in the config; local servers need none,
+so a placeholder is sent. The key lives only inside the client object: it is never part of
+settings, manifests, metadata, events or error messages (messages are scrubbed of it, and a 401
+body, which may echo part of the key, is never quoted).
+
+Attempts are this provider's, not the client's (``max_retries=0``): connection errors, timeouts,
+HTTP 429 and 5xx are retried with exponential backoff, waiting at least what ``Retry-After`` asks
+(capped), and every attempt emits a ``retry`` / ``success`` / ``failure`` event. Other 4xx answers
+are not retried. When retries are spent the call raises :class:`ProviderError`, which the suite
+records as a failed trial.
+
+Usage counts are required: the competition's 25,000-token trial limit is enforced by
+:class:`~worldforge.providers.ollama.ChatTrial` from ``usage.prompt_tokens`` /
+``usage.completion_tokens``, so a reply without them is a :class:`ProviderError` (a recorded
+per-trial failure), and the preflight refuses a server whose probe reply carries none.
+
+The ``openai`` module is imported lazily so ``import worldforge`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from worldforge.core.digests import digest_payload
+from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.providers.base import BaseProvider, GenerationResult
+from worldforge.providers.openai_settings import (
+    OPENAI_API_URL,
+    PLACEHOLDER_API_KEY,
+    OpenAISettings,
+    check_base_url,
+    guess_server_kind,
+    resolve_api_key,
+    resolve_base_url,
+    retry_after_s,
+)
+
+_PROBE_PROMPT = "Reply with OK."
+
+
+@dataclass
+class ChatReply:
+    """What one chat call returned: the choices' texts plus the server's usage counts."""
+
+    texts: list[str]
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    model: str
+    attempts: int
+
+
+def _status(exc: BaseException) -> int | None:
+    import openai
+
+    return int(exc.status_code) if isinstance(exc, openai.APIStatusError) else None
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    import openai
+
+    status = _status(exc)
+    if status is not None:
+        return status == 429 or status >= 500
+    return isinstance(exc, openai.APIConnectionError | TimeoutError | ConnectionError)
+
+
+def _body_message(body: object) -> str:
+    if isinstance(body, Mapping):
+        for key in ("message", "detail", "error"):
+            value = body.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+            if isinstance(value, Mapping):
+                return _body_message(value)
+        return ""
+    return body if isinstance(body, str) else ""
+
+
+class OpenAICompatProvider(BaseProvider):
+    """The ``generate`` capability backed by an OpenAI-compatible server (``openai:<model>``)."""
+
+    _capabilities = ("generate",)
+
+    def __init__(self, settings: OpenAISettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        super().__init__()
+        self.settings = settings
+        self.name = f"openai:{settings.model}"
+        self._sleep = sleep
+        self._client: Any = None
+        self._manifest: dict[str, Any] | None = None
+
+    @classmethod
+    def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OpenAICompatProvider:
+        """Factory for the registry: ``openai:<model>`` → ``from_spec("<model>", options)``."""
+        return cls(OpenAISettings.from_options(model, options))
+
+    def configure(self, options: Mapping[str, Any] | None) -> None:
+        """Re-apply run options (``--openai-base-url``, ``openai_*`` keys) after registry creation."""
+        settings = OpenAISettings.from_options(self.settings.model, options)
+        if settings != self.settings:
+            if settings.base_url != self.settings.base_url:
+                self._manifest = None  # the manifest describes the model on one server
+            elif self._manifest is not None:
+                self._manifest = {**self._manifest, "settings": settings.identity()}
+            self.settings = settings
+            self._client = None
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.settings.base_url,
+                api_key=resolve_api_key(self.settings.base_url),
+                timeout=float(self.settings.request_timeout_s),
+                max_retries=0,
+            )
+        return self._client
+
+    def _scrub(self, text: str) -> str:
+        """One line, bounded, and never the key (a server may echo request headers in errors)."""
+        key = getattr(self._client, "api_key", None)
+        if isinstance(key, str) and len(key) >= 4 and key != PLACEHOLDER_API_KEY:
+            text = text.replace(key, "***")
+        line = " ".join(text.split())
+        return line if len(line) <= 300 else line[:297] + "..."
+
+    def _describe(self, exc: BaseException) -> str:
+        import openai
+
+        status = _status(exc)
+        if status == 401:
+            return "HTTP 401: the server rejected the API key (check OPENAI_API_KEY)"
+        if status is not None:
+            assert isinstance(exc, openai.APIStatusError)
+            return self._scrub(f"HTTP {status}: {_body_message(exc.body) or exc.message}")
+        if isinstance(exc, json.JSONDecodeError):
+            return (
+                f"malformed reply from {self.settings.base_url}: invalid JSON ({exc.msg} at char {exc.pos})"
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return f"request timed out after {float(self.settings.request_timeout_s):g} s"
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = f": {type(cause).__name__}: {cause}" if cause is not None and str(cause) else ""
+            return self._scrub(f"connection to {self.settings.base_url} failed{detail}")
+        name = type(exc).__name__
+        text = str(exc) or name
+        return self._scrub(text if text.startswith(name) else f"{name}: {text}")
+
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        """Exponential backoff, at least what the server's ``Retry-After`` asks (capped)."""
+        delay = float(self.settings.backoff_s) * (2 ** (attempt - 1))
+        response = getattr(exc, "response", None)
+        asked = retry_after_s(getattr(response, "headers", None))
+        if asked is not None:
+            delay = max(delay, min(asked, float(self.settings.max_retry_after_s)))
+        return delay
+
+    def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
+        self.emit_event(
+            "generate",
+            phase,
+            attempt=attempt,
+            max_attempts=int(self.settings.retries) + 1,
+            duration_ms=(time.monotonic() - started) * 1000.0,
+            input_digest=digest,
+            message=message,
+            metadata=meta,
+        )
+
+    # -- runtime manifest -----------------------------------------------------------------------
+    def _preflight(self, call: Callable[[], Any]) -> Any:
+        """One preflight request, retried like a generation call except that a refused
+        connection fails at once (nothing is listening)."""
+        import openai
+
+        attempts = int(self.settings.retries) + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except Exception as exc:
+                refused = isinstance(exc, openai.APIConnectionError) and not isinstance(
+                    exc, openai.APITimeoutError
+                )
+                if refused or not _is_retryable(exc) or attempt == attempts:
+                    raise
+                self._sleep(self._delay(attempt, exc))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _preflight_error(self, exc: BaseException, what: str) -> Exception:
+        """A preflight failure as one clear error: usage errors exit 2, an unreachable server 1."""
+        url, model = self.settings.base_url, self.settings.model
+        status = _status(exc)
+        if status == 401:
+            return WorldForgeError(
+                f"{url} rejected the API key (HTTP 401); set OPENAI_API_KEY to a key this server accepts."
+            )
+        if status == 404:
+            hint = "" if urlsplit(url).path.rstrip("/").endswith("/v1") else " (does the URL need /v1?)"
+            return WorldForgeError(
+                f"model {model!r} is not available on {url}{hint}: {what} answered {self._describe(exc)}."
+            )
+        if status is not None and status < 500 and status != 429:
+            return WorldForgeError(f"{url}: {what} failed: {self._describe(exc)}.")
+        if _is_retryable(exc):
+            return ProviderError(
+                f"OpenAI-compatible server {url} unreachable: {self._describe(exc)}; start it or "
+                "pass --openai-base-url."
+            )
+        return ProviderError(f"{url}: {what} failed: {self._describe(exc)}")
+
+    def runtime_manifest(self) -> dict[str, Any]:
+        """The served model and server kind from ``/models`` and a one-token probe (cached).
+
+        The probe shows what the server will answer for this model name (``response.model``) and
+        that it reports usage counts; a wrong model name, a rejected key or a server without usage
+        counts is a :class:`WorldForgeError` and an unreachable server a :class:`ProviderError`, so
+        a run fails before its first item instead of recording hundreds of identical failures.
+        """
+        if self._manifest is not None:
+            return dict(self._manifest)
+        import openai
+
+        model = self.settings.model
+        client = self.client
+        entries: list[Any] = []
+        headers: Mapping[str, str] = {}
+        try:
+            raw = self._preflight(client.models.with_raw_response.list)
+            headers = raw.headers
+            entries = list(getattr(raw.parse(), "data", None) or [])
+        except openai.NotFoundError:
+            entries = []  # a server without /models: the probe below still checks the model
+        except Exception as exc:
+            raise self._preflight_error(exc, "GET /models") from None
+        ids = [str(getattr(e, "id", "")) for e in entries]
+        entry = next((e for e in entries if getattr(e, "id", None) in (model, f"{model}:latest")), None)
+        if entries and entry is None:
+            served = ", ".join(sorted(ids)[:10])
+            raise WorldForgeError(
+                f"model {model!r} is not served by {self.settings.base_url} (it serves: {served})."
+            )
+        try:
+            probe = self._preflight(
+                lambda: client.chat.completions.with_raw_response.create(
+                    model=model,
+                    messages=[{"role": "user", "content": _PROBE_PROMPT}],
+                    max_tokens=1,
+                    temperature=0,
+                    n=1,
+                )
+            )
+            completion = probe.parse()
+        except Exception as exc:
+            raise self._preflight_error(exc, "a one-token chat completion") from None
+        usage = getattr(completion, "usage", None)
+        if getattr(usage, "prompt_tokens", None) is None or getattr(usage, "completion_tokens", None) is None:
+            raise WorldForgeError(
+                f"{self.settings.base_url} reports no usage counts for {model!r}; the 25,000-token "
+                "trial limit cannot be enforced without them."
+            )
+        owned_by = getattr(entry, "owned_by", None) if entry is not None else None
+        manifest = {
+            "provider": self.name,
+            "kind": "openai-compatible",
+            "model": model,
+            "served_model": str(getattr(completion, "model", None) or model),
+            "owned_by": owned_by,
+            "settings": self.settings.identity(),
+            "base_url": self.settings.base_url,
+            "server": {
+                "kind": guess_server_kind(owned_by, {**dict(headers), **dict(probe.headers)}, self.settings),
+                "software": probe.headers.get("server") or headers.get("server"),
+                "system_fingerprint": getattr(completion, "system_fingerprint", None),
+            },
+            "client": f"openai-python {_client_version()}",
+        }
+        self._manifest = manifest
+        return dict(manifest)
+
+    # -- generation -----------------------------------------------------------------------------
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, seed: int | None = None, n: int = 1
+    ) -> ChatReply:
+        """One chat completion with retries; returns the choices' texts and the usage counts."""
+        for i, message in enumerate(messages):
+            if message.get("role") not in {"system", "user", "assistant"} or not isinstance(
+                message.get("content"), str
+            ):
+                raise WorldForgeError(f"messages[{i}]: needs role system|user|assistant and string content.")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise WorldForgeError(f"openai n: expected a positive integer, got {n!r}.")
+        payload = [{"role": m["role"], "content": m["content"]} for m in messages]
+        params: dict[str, Any] = {"temperature": float(self.settings.temperature), "n": n}
+        if seed is not None:
+            params["seed"] = int(seed)
+        digest = digest_payload({"model": self.settings.model, "messages": payload, "params": params})
+        client = self.client  # a missing key is a usage error, not a failed attempt
+        attempts = int(self.settings.retries) + 1
+        last: BaseException | None = None
+        attempt = 0
+        for attempt in range(1, attempts + 1):
+            started = time.monotonic()
+            try:
+                response = client.chat.completions.create(
+                    model=self.settings.model, messages=payload, **params
+                )
+            except Exception as exc:
+                last = exc
+                retry = _is_retryable(exc) and attempt < attempts
+                status = _status(exc)
+                self._emit(
+                    "retry" if retry else "failure",
+                    attempt,
+                    started,
+                    digest,
+                    self._describe(exc),
+                    **({"status": status} if status is not None else {}),
+                )
+                if not retry:
+                    break
+                self._sleep(self._delay(attempt, exc))
+                continue
+            try:
+                reply = self._reply(response, attempt)
+            except ProviderError as exc:  # malformed: the server answered, retrying will not help
+                self._emit("failure", attempt, started, digest, str(exc))
+                raise
+            self._emit(
+                "success",
+                attempt,
+                started,
+                digest,
+                "ok",
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+            )
+            return reply
+        assert last is not None
+        raise ProviderError(
+            f"{self.name}: generate failed after {attempt} attempt(s): {self._describe(last)}"
+        ) from None
+
+    def _reply(self, response: Any, attempt: int) -> ChatReply:
+        """Validate a completion: choices with text content and usage counts, else a one-line error."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise ProviderError(f"{self.name}: malformed reply from {self.settings.base_url}: no choices.")
+        texts: list[str] = []
+        for choice in choices:
+            content = getattr(getattr(choice, "message", None), "content", None)
+            if not isinstance(content, str):
+                reason = getattr(choice, "finish_reason", None)
+                raise ProviderError(
+                    f"{self.name}: malformed reply from {self.settings.base_url}: a choice has no "
+                    f"message content (finish_reason={reason})."
+                )
+            texts.append(content)
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        if not isinstance(prompt, int) or not isinstance(completion, int):
+            raise ProviderError(
+                f"{self.name}: the reply carries no usage counts (usage.prompt_tokens/completion_tokens), "
+                "so the 25,000-token trial limit cannot be enforced."
+            )
+        return ChatReply(
+            texts=texts,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            finish_reason=getattr(choices[0], "finish_reason", None),
+            model=str(getattr(response, "model", None) or self.settings.model),
+            attempts=attempt,
+        )
+
+    def generate(
+        self, messages: list[dict[str, str]], *, options: Mapping[str, Any] | None = None
+    ) -> GenerationResult:
+        """The provider-protocol entry point: the first choice's text and the usage counts.
+
+        ``options`` may carry ``trial_seed`` (sent as ``seed``), ``seed`` and ``n``.
+        """
+        opts = dict(options or {})
+        seed = opts.get("trial_seed", opts.get("seed"))
+        reply = self.chat(messages, seed=None if seed is None else int(seed), n=opts.get("n") or 1)
+        metadata: dict[str, Any] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "finish_reason": reply.finish_reason,
+            "attempts": reply.attempts,
+            "model": reply.model,
+        }
+        if len(reply.texts) > 1:
+            metadata["choices"] = list(reply.texts)
+        return GenerationResult(provider=self.name, text=reply.texts[0], metadata=metadata)
+
+
+def _client_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("openai")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return "unknown"
+
+
+def create_provider(model: str, options: Mapping[str, Any] | None = None) -> OpenAICompatProvider:
+    """Registry factory: the suffix of ``openai:<model>`` (URL from ``OPENAI_BASE_URL``/config
+    until :meth:`OpenAICompatProvider.configure` applies the run's options)."""
+    return OpenAICompatProvider.from_spec(model, options)
+
+
+__all__ = [
+    "OPENAI_API_URL",
+    "PLACEHOLDER_API_KEY",
+    "ChatReply",
+    "OpenAICompatProvider",
+    "OpenAISettings",
+    "check_base_url",
+    "create_provider",
+    "guess_server_kind",
+    "resolve_base_url",
+]
