@@ -236,7 +236,7 @@ def test_cli_validate_and_ref() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=40))
 def test_property_local_paths_never_escape(raw: str) -> None:
-    from worldforge.datasets import _check_local_path
+    from worldforge.datasets.manifests import _check_local_path
 
     try:
         pure = _check_local_path(raw, "$")
