@@ -202,6 +202,13 @@ def load_config(path: str | Path | None = None) -> WorldForgeConfig:
     return parse_config(data, source)
 
 
+def project_config() -> WorldForgeConfig | None:
+    """The parsed project configuration file, or ``None`` when there is none (settings then fall
+    back to their own defaults rather than to this module's)."""
+    config = load_config()
+    return config if config.source is not None else None
+
+
 def default_run_workspace() -> Path | None:
     """The configured run workspace for ``--run-workspace`` when the flag is omitted (``None``: off)."""
     return load_config().workspace_dir
@@ -224,4 +231,5 @@ __all__ = [
     "default_workspace_dir",
     "load_config",
     "parse_config",
+    "project_config",
 ]

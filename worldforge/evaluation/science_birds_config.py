@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs import PromptProgram, resolve_programs
 
@@ -66,16 +67,6 @@ def _int_option(options: Mapping[str, Any], key: str, default: int, low: int, hi
     return number
 
 
-def _project_config() -> Any:
-    """The parsed ``.worldforge/config.yaml``, or ``None`` when there is no such file."""
-    try:
-        from worldforge.config import load_config
-    except ImportError:  # pragma: no cover - config ships with the package
-        return None
-    config = load_config()
-    return config if getattr(config, "source", None) is not None else None
-
-
 @dataclass(frozen=True)
 class SuiteConfig:
     """The suite's options after validation (bad values fail before any model is called)."""
@@ -104,7 +95,7 @@ class SuiteConfig:
             raise WorldForgeError(f"--diversity-vector: {vector!r} must be 'softmax' or 'embedding'.")
         workers_default = max(1, min(os.cpu_count() or 1, 8))
         classifier_default: str | None = None
-        project = _project_config()
+        project = project_config()
         if project is not None:  # .worldforge/config.yaml supplies defaults the flags override
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint

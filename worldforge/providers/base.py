@@ -49,6 +49,18 @@ class Capability(StrEnum):
 CAPABILITY_NAMES: tuple[str, ...] = tuple(c.value for c in Capability)
 
 
+def prefixed_options(prefix: str, keys: Iterable[str], options: Any = None) -> dict[str, Any]:
+    """Settings from suite/CLI options: ``<prefix>_<key>`` (``ollama_host``) wins over ``key``."""
+    opts = dict(options or {})
+    values: dict[str, Any] = {}
+    for key in keys:
+        for name in (f"{prefix}_{key}", key):
+            if opts.get(name) is not None:
+                values[key] = opts[name]
+                break
+    return values
+
+
 def validate_capability(name: Any) -> str:
     """Return ``name`` if it is a known capability; otherwise raise naming the known ones."""
     if isinstance(name, Capability):
@@ -207,6 +219,22 @@ class BaseProvider:
     def bind_event_handler(self, handler: EventSink | None) -> None:
         """Route this provider's events to ``handler`` (the forge's dispatcher)."""
         self._event_handler = handler
+
+    def emit_attempt(
+        self, phase: str, attempt: int, retries: int, started: float, digest: str, message: str, **meta: Any
+    ) -> None:
+        """One ``generate`` attempt of a retrying client (``retry`` / ``success`` / ``failure``),
+        timed from ``started`` (``time.monotonic()``)."""
+        self.emit_event(
+            "generate",
+            phase,
+            attempt=attempt,
+            max_attempts=int(retries) + 1,
+            duration_ms=(time.monotonic() - started) * 1000.0,
+            input_digest=digest,
+            message=message,
+            metadata=meta,
+        )
 
     def emit_event(
         self,

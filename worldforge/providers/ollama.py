@@ -28,9 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worldforge.config import project_config
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
-from worldforge.providers.base import BaseProvider, GenerationResult
+from worldforge.providers.base import BaseProvider, GenerationResult, prefixed_options
 from worldforge.providers.mock_letters import derive_seed
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -78,19 +79,9 @@ def resolve_host(explicit: str | None = None) -> str:
     return configured or DEFAULT_HOST
 
 
-def _project_config() -> Any:
-    """The parsed ``.worldforge/config.yaml`` (``None`` when there is no file)."""
-    try:
-        from worldforge.config import load_config
-    except ImportError:  # pragma: no cover - config ships with the package
-        return None
-    config = load_config()
-    return config if getattr(config, "source", None) is not None else None
-
-
 def _config_host() -> str | None:
     """``ollama.host`` from ``.worldforge/config.yaml`` when the file exists."""
-    config = _project_config()
+    config = project_config()
     return str(config.ollama.host) if config is not None and config.ollama.host else None
 
 
@@ -158,16 +149,10 @@ class OllamaSettings:
     @classmethod
     def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaSettings:
         """Build settings from suite/CLI options (``ollama_host``/``host``, ``ollama_*`` keys)."""
-        opts = dict(options or {})
-        values: dict[str, Any] = {}
-        for key in _SETTING_KEYS:
-            for name in (f"ollama_{key}", key):
-                if opts.get(name) is not None:
-                    values[key] = opts[name]
-                    break
+        values = prefixed_options("ollama", _SETTING_KEYS, options)
         values["host"] = resolve_host(values.get("host"))
         if "request_timeout_s" not in values:
-            config = _project_config()
+            config = project_config()
             if config is not None:
                 values["request_timeout_s"] = float(config.ollama.timeout_s)
         return cls(model=model, **values)
@@ -255,16 +240,7 @@ class OllamaProvider(BaseProvider):
         return self._client
 
     def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
-        self.emit_event(
-            "generate",
-            phase,
-            attempt=attempt,
-            max_attempts=int(self.settings.retries) + 1,
-            duration_ms=(time.monotonic() - started) * 1000.0,
-            input_digest=digest,
-            message=message,
-            metadata=meta,
-        )
+        self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
 
     # -- runtime manifest -----------------------------------------------------------------------
 

@@ -175,16 +175,7 @@ class OpenAICompatProvider(BaseProvider):
         return delay
 
     def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
-        self.emit_event(
-            "generate",
-            phase,
-            attempt=attempt,
-            max_attempts=int(self.settings.retries) + 1,
-            duration_ms=(time.monotonic() - started) * 1000.0,
-            input_digest=digest,
-            message=message,
-            metadata=meta,
-        )
+        self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
 
     # -- runtime manifest -----------------------------------------------------------------------
     def _preflight(self, call: Callable[[], Any]) -> Any:

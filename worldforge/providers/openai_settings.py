@@ -19,7 +19,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
+from worldforge.providers.base import prefixed_options
 
 OPENAI_API_URL = "https://api.openai.com/v1"
 #: What the 2025 package sent to Ollama; servers that check no key accept anything.
@@ -41,14 +43,6 @@ _SETTING_KEYS = (
 )
 
 
-def _project_config() -> Any:
-    """The parsed ``.worldforge/config.yaml`` (``None`` when there is no file)."""
-    from worldforge.config import load_config
-
-    config = load_config()
-    return config if getattr(config, "source", None) is not None else None
-
-
 def resolve_base_url(explicit: str | None = None) -> str:
     """Precedence: explicit option (``--openai-base-url``), ``OPENAI_BASE_URL``, config, OpenAI."""
     if explicit:
@@ -56,7 +50,7 @@ def resolve_base_url(explicit: str | None = None) -> str:
     env = os.environ.get("OPENAI_BASE_URL")
     if env:
         return env
-    config = _project_config()
+    config = project_config()
     if config is not None and config.openai.base_url:
         return str(config.openai.base_url)
     return OPENAI_API_URL
@@ -70,7 +64,7 @@ def resolve_api_key(base_url: str) -> str:
     """
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
-        config = _project_config()
+        config = project_config()
         key = config.openai.api_key if config is not None else None
     if key:
         return str(key)
@@ -139,16 +133,10 @@ class OpenAISettings:
     @classmethod
     def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OpenAISettings:
         """Build settings from suite/CLI options (``openai_base_url``/``base_url``, ``openai_*`` keys)."""
-        opts = dict(options or {})
-        values: dict[str, Any] = {}
-        for key in _SETTING_KEYS:
-            for name in (f"openai_{key}", key):
-                if opts.get(name) is not None:
-                    values[key] = opts[name]
-                    break
+        values = prefixed_options("openai", _SETTING_KEYS, options)
         values["base_url"] = resolve_base_url(values.get("base_url"))
         if "request_timeout_s" not in values:
-            config = _project_config()
+            config = project_config()
             if config is not None:
                 values["request_timeout_s"] = float(config.openai.timeout_s)
         return cls(model=model, **values)
