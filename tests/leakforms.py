@@ -156,3 +156,32 @@ EVIDENCE_SHAPES: tuple[str, ...] = (
     "token_count=12",
     "the token budget is 25,000 tokens per trial",
 )
+
+
+def _corpus_forms() -> tuple[Form, ...]:
+    """One keyed sample per rule of the adopted gitleaks corpus (``tests/fixtures/secrets``), as a
+    configuration line names it: forms this project did not write, planted beside its own."""
+    import json
+    from pathlib import Path
+
+    corpus = json.loads(
+        (Path(__file__).parent / "fixtures" / "secrets" / "gitleaks_samples.json").read_text(encoding="utf-8")
+    )
+    seen: set[str] = set()
+    forms: list[Form] = []
+    for sample in corpus["true_positives"]:
+        rule, secret = sample["rule"], sample["secret"].strip()
+        name, sep, value = secret.partition(": ")
+        if sep and " " not in value:
+            secret = value  # reported with its YAML key
+        secret = secret.strip("\"'")
+        if rule in seen or len(secret) < 12 or any(c.isspace() for c in secret) or "\\" in secret:
+            continue
+        seen.add(rule)
+        key = rule.replace("-", "_") + ("" if rule.endswith(("key", "token", "secret")) else "_token")
+        forms.append(Form(f"gitleaks-{rule}", f"{key} = {secret}", (secret,)))
+    return tuple(forms)
+
+
+#: gitleaks' published samples (MIT), one per rule.
+CORPUS_FORMS: tuple[Form, ...] = _corpus_forms()

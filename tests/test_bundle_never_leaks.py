@@ -1,6 +1,7 @@
 """A real run with every planted form in every place a run keeps text; its bundles leak none of them.
 
-The forms (``tests/leakforms.py``) go into a custom suite's inputs (the suite file itself, which the
+The forms (``tests/leakforms.py``: the project's own, and one sample per rule of the adopted
+gitleaks corpus) go into a custom suite's inputs (the suite file itself, which the
 run records as an input), its metrics (so into item records, ``results/``, and the reports in all
 four formats plus the failure gallery), an error raised by a scenario (event messages and error
 lines), and an environment variable named like a secret (whose value is also planted). Both bundle
@@ -20,7 +21,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from leakforms import FORMS
+from leakforms import CORPUS_FORMS, FORMS
+
+PLANTED = FORMS + CORPUS_FORMS
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_SECRET = "envsecret-Zq81Lk27Wx93"
@@ -34,7 +37,7 @@ PLANTED = {planted!r}
 
 
 def passing(context):
-    return context.outcome(score=1.0, passed=True, metrics={{"planted": PLANTED, "note": PLANTED["f00"]}})
+    return context.outcome(score=1.0, passed=True, metrics={{"planted": PLANTED, "note": PLANTED["f000"]}})
 
 
 def failing(context):
@@ -61,7 +64,7 @@ def build_suite(options=None):
 
 
 def _secrets() -> list[str]:
-    found = [s for form in FORMS for s in form.secrets] + [ENV_SECRET, HOME_USER]
+    found = [s for form in PLANTED for s in form.secrets] + [ENV_SECRET, HOME_USER]
     return sorted(set(found))
 
 
@@ -90,7 +93,7 @@ def planted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, di
     home.mkdir(parents=True)
     work = base / "work"
     work.mkdir()
-    planted = {f"f{i:02d}": form.text for i, form in enumerate(FORMS)}
+    planted = {f"f{i:03d}": form.text for i, form in enumerate(PLANTED)}
     planted["env"] = f"key in use: {ENV_SECRET}"
     planted["home"] = f"{home}/.cache/wf/state.json"
     (work / "planted_suite.py").write_text(SUITE.format(planted=planted), encoding="utf-8")
@@ -138,8 +141,9 @@ def test_planted_forms_reach_the_run(planted_run: tuple[Path, str, dict[str, str
     work, run_id, _ = planted_run
     run_dir = work / "ws" / "runs" / run_id
     blob = "\n".join(text for _, text in _all_text(run_dir))
-    reached = [form.id for form in FORMS if any(enc in blob for s in form.secrets for enc in _encodings(s))]
-    assert len(reached) >= len(FORMS) // 2, "the planted suite did not reach the run's files"
+    reached = [form.id for form in PLANTED if any(enc in blob for s in form.secrets for enc in _encodings(s))]
+    assert len(reached) >= len(PLANTED) // 2, "the planted suite did not reach the run's files"
+    assert sum(form.id.startswith("gitleaks-") for form in PLANTED if form.id in reached) >= 200
     report_html = (run_dir / "reports" / "report.html").read_text(encoding="utf-8")
     assert html.escape(FORMS[1].secrets[0]) in report_html or FORMS[1].secrets[0] in report_html
 
