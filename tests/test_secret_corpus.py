@@ -62,4 +62,4 @@ def test_benign_look_alikes_do_not_regress(result: dict[str, Any]) -> None:
     assert result["redactor_benign_redacted_rate"]["all"]["rate"] <= 0.17
     assert result["gate_benign_flagged_rate"]["all"]["rate"] <= 0.12
     assert result["redactor_recall_bare"]["all"]["rate"] >= 0.888
-    assert result["gate_recall_keyed"]["all"]["rate"] >= 0.81
+    assert result["gate_recall_keyed"]["all"]["rate"] >= 0.967

@@ -218,7 +218,8 @@ _PROVIDER_RES = tuple((rule, literal, re.compile(pattern)) for rule, literal, pa
 
 _KEYWORDS = (
     r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key"
-    r"|client[_\-]?secret|private[_\-]?key|credentials?|auth(?:orization)?|session(?:id)?|cookie|bearer)"
+    r"|client[_\-]?secret|private[_\-]?key|credentials?|auth(?:orization)?|session(?:id)?|cookie|bearer"
+    r"|(?<=[a-z0-9][_\-.])key)"  # origin_ca_key, SIGNING-KEY: a named key
     r"(?![a-z])"  # "passed", "tokenizer", "author" are words, not names of secrets
 )
 # A keyword hit is widened to its whole identifier, then separator and value are matched right
@@ -226,14 +227,15 @@ _KEYWORDS = (
 _KEYWORD_FIND = re.compile(r"(?i)" + _KEYWORDS)
 _IDENTIFIER_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _SEP_VALUE = re.compile(
-    r"(?i)(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
+    r"(?i)(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,>]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
     r"(?P<val>[^\s\"'`<>|,;\\\]\[{}()]{8,})"
 )
 _NAME_VALUE = re.compile(
     r"(?i)[\"']?name[\"']?\s*[:=]\s*[\"'](?P<name>[A-Za-z0-9_.\-]+)[\"']\s*,\s*[\"']?value[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})"
 )
+# <input name=… value=…>, and XML settings: <entry key="api_token" value="…"/>, <add key=… value=…/>
 _INPUT = re.compile(
-    r"(?i)<input\b[^>]*\bname=[\"']?(?P<name>[A-Za-z0-9_.\-]+)[^>]*\bvalue=[\"'](?P<val>[^\"']{6,})"
+    r"(?i)<[a-z][\w:.\-]*\b[^>]*\b(?:name|key)=[\"']?(?P<name>[A-Za-z0-9_.\-]+)[^>]*\bvalue=[\"'](?P<val>[^\"']{6,})"
 )
 _BLOCK_AFTER = re.compile(r"[\"']?\s*[:=]\s*(?=[{\[])")
 _QUOTED = re.compile(r"[\"']([^\"'\n]{8,})[\"']")
@@ -242,7 +244,7 @@ _CURL_USER = re.compile(r"(?<![\w\-])(?:-u|--user)[ =]+[\"']?[^\s:\"']+:(?P<val>
 _NAME_IS_SECRET = re.compile(r"(?i)" + _KEYWORDS)
 _NAME_IS_METADATA = re.compile(
     r"(?i)(?:count|counts|limit|limits|budget|usage|length|len|size|type|file|path|dir|url|uri|env|name"
-    r"|names|id|ids|method|mode|version|expires|expiry|ttl|field|header|source|ref|provider|kind|max|min"
+    r"|names|(?<!key_)(?<!key-)id|ids|method|mode|version|expires|expiry|ttl|field|header|source|ref|provider|kind|max|min"
     r"|total|tokens|prompt|completion|per)$"
 )
 _PLACEHOLDER = re.compile(
@@ -278,6 +280,11 @@ _EVIDENCE = re.compile(
     r"(?i)^(?:sha(?:256|384|512):[0-9a-f]+|[0-9a-f]{12}|[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}"
     r"|\d{8}T\d{6}(?:\.\d+)?Z-[0-9a-f]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     r"|v?\d+(?:\.\d+)+(?:[-+.][A-Za-z0-9.]+)?|wf-[a-z]+/\d+)$"
+)
+
+
+_KEYED_SHAPE = re.compile(
+    r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,128}(?::[0-9a-f]{8,})?"
 )
 
 
@@ -368,11 +375,15 @@ def _keyword_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
         m = _SEP_VALUE.match(text, end)
         if m is not None:
             value = m.group("val")
-            assigned = any(c in m.group("sep") for c in ":=") or "bearer" in m.group("sep").lower()
+            assigned = any(c in m.group("sep") for c in ":=>") or "bearer" in m.group("sep").lower()
             mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
             # Without ``:``/``=`` (a space, a table cell, a CSV field) the pair may be prose:
             # "secrets, signed-URL parameters"; a generated value still mixes letters and digits.
-            if looks_generated(value) and (assigned or mixed):
+            dense = len(value) >= 20 and shannon_entropy(value) >= 4.0  # a CSV cell holding a key
+            # Hex and UUID values are evidence elsewhere, but assigned to a secret-named key they are
+            # the key itself (Heroku, Snyk and many vendors issue UUID- or hex-shaped keys).
+            keyed_shape = assigned and _KEYED_SHAPE.fullmatch(value.strip("\"'")) is not None
+            if (looks_generated(value) and (assigned or mixed or dense)) or keyed_shape:
                 yield "generic-keyword", "generic-keyword", m.start("val"), m.end("val")
         block = _BLOCK_AFTER.match(text, end)
         if block is not None:
