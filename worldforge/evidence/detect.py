@@ -237,6 +237,11 @@ _NAME_VALUE = re.compile(
 _INPUT = re.compile(
     r"(?i)<[a-z][\w:.\-]*\b[^>]*\b(?:name|key)=[\"']?(?P<name>[A-Za-z0-9_.\-]+)[^>]*\bvalue=[\"'](?P<val>[^\"']{6,})"
 )
+# Rendered key/value markup: <dt>name</dt><dd>value</dd>, <th>name</th><td>value</td>.
+_MARKUP_PAIR = re.compile(
+    r"(?i)<(dt|th|td)\b[^>]*>\s*(?:<code>)?(?P<name>[A-Za-z0-9_.\-]{2,80})(?:</code>)?\s*</\1>\s*"
+    r"<(dd|td)\b[^>]*>\s*(?P<val>[^<\s]{6,})\s*</\3>"
+)
 _BLOCK_AFTER = re.compile(r"[\"']?\s*[:=]\s*(?=[{\[])")
 _QUOTED = re.compile(r"[\"']([^\"'\n]{8,})[\"']")
 _YAML_AFTER = re.compile(r"[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n[ \t]+(?P<val>\S[^\n]*)")
@@ -417,6 +422,9 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         for m in _NAME_VALUE.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/name-value", "generic-keyword", m.start("val"), m.end("val")
+        for m in _MARKUP_PAIR.finditer(text):
+            if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
+                yield "generic-keyword/markup-pair", "generic-keyword", m.start("val"), m.end("val")
         for m in _INPUT.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/html-input", "generic-keyword", m.start("val"), m.end("val")

@@ -1,5 +1,5 @@
-"""Markdown renderer: claim boundary, provenance, provider summary, scenario details, sections and
-failure gallery.
+"""Markdown renderer: the answer (winner and ranking, when the report has them), claim boundary,
+provenance, provider summary, scenario details, the other sections and failure gallery.
 
 Every dynamic string is escaped for table cells (``|``, newlines, raw HTML), so a hostile scenario
 name or metric value cannot break the table or inject markup into a rendered issue.
@@ -13,6 +13,10 @@ from worldforge.core.canonical import canonical_json_text, pretty_json
 from worldforge.reports.sections import EMPTY_TABLE_TEXT, interpret_all, scalar_text
 
 METRICS_CELL_LIMIT = 160
+#: Sections that answer a report's question (who won, how the programs rank) come first, before the
+#: claim boundary and provenance: the Markdown is what a terminal shows, and its first screen should
+#: hold the answer. Reports without these sections keep their order.
+LEAD_SECTIONS = ("winner", "ranking")
 
 
 def md_escape(value: Any) -> str:
@@ -188,11 +192,15 @@ def _triage(step: str) -> str:
 
 
 def render_markdown(payload: dict[str, Any]) -> str:
+    sections = payload.get("sections")
+    sections = sections if isinstance(sections, dict) else {}
+    lead = {key: sections[key] for key in LEAD_SECTIONS if key in sections}
     lines = [
         "# Evaluation Report",
         "",
         f"Suite: {md_escape(payload.get('suite'))} ({md_code(str(payload.get('suite_id')))})",
         "",
+        *_sections(lead),
         f"Claim boundary: {md_escape(payload.get('claim_boundary'))}",
         "",
         f"Metric semantics: {md_escape(payload.get('metric_semantics'))}",
@@ -230,7 +238,7 @@ def render_markdown(payload: dict[str, Any]) -> str:
         )
     lines += _table(["provider", "scenario", "score", "passed", "metrics"], rows)
     lines.append("")
-    lines += _sections(payload.get("sections"))
+    lines += _sections({key: value for key, value in sections.items() if key not in lead})
     if payload.get("failure_gallery"):
         lines += [
             "## Failure Gallery",

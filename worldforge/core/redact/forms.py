@@ -168,6 +168,24 @@ def _xml_element(match: re.Match[str]) -> str | None:
     return head + lead + REDACTED + trail + whole[match.end("val") - start :]
 
 
+# A key/value pair as rendered markup: <dt>password</dt><dd>…</dd>, <th>token</th><td>…</td>,
+# <td>api_key</td><td>…</td> (report tables and definition lists of metrics).
+_HTML_PAIR_RE = re.compile(
+    r"<(?P<kt>dt|th|td)\b[^>]*>\s*(?:<code>)?(?P<key>" + _KEY + r")(?:</code>)?\s*</(?P=kt)>\s*"
+    r"<(?P<vt>dd|td)\b[^>]*>(?P<val>[^<]{1,4096})</(?P=vt)>",
+    re.I,
+)
+
+
+def _html_pair(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    body = value.strip()
+    if not body or not is_sensitive_key(match.group("key")) or is_harmless_value(body):
+        return None
+    whole, start = match.group(0), match.start()
+    return whole[: match.start("val") - start] + REDACTED + whole[match.end("val") - start :]
+
+
 def _html_input(match: re.Match[str]) -> str | None:
     value = match.group("val")
     if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
@@ -331,6 +349,9 @@ FORM_RULES: tuple[Rule, ...] = (
         _name_value,
     ),
     Rule("xml-element", "<api_token>…</api_token> XML elements", ("</",), _XML_ELEMENT_RE, _xml_element),
+    Rule(
+        "html-pair", "<dt>password</dt><dd>…</dd> and table cells", ("</d", "</t"), _HTML_PAIR_RE, _html_pair
+    ),
     Rule("html-input", "<input name=password value=…>", ("<",), _HTML_INPUT_RE, _html_input),
     Rule("html-input", "<input value=… name=password>", ("<",), _HTML_INPUT_REV_RE, _html_input),
     Rule("markdown-key", "**password**: … in Markdown", ("*", "_", "`"), _MD_EMPHASIS_RE, _emphasis),

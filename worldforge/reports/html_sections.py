@@ -1,0 +1,92 @@
+"""Report sections and the failure gallery as HTML, shared by the generic page
+(:mod:`worldforge.reports.html`) and the Science Birds page
+(:mod:`worldforge.reports.science_birds_html`), so neither page imports the other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worldforge.reports.html_parts import esc, kv, metrics_list, table, value_html
+from worldforge.reports.sections import EMPTY_TABLE_TEXT, Section, is_safe_png_data_uri
+
+#: Table cells with at most this many characters never wrap (names such as
+#: ``zero-shot-multi-turn`` would otherwise break at every hyphen); the table scrolls instead.
+NOWRAP_CHARS = 40
+
+
+def _cell(value: Any) -> str:
+    text = value_html(value)
+    short = len(value) <= NOWRAP_CHARS if isinstance(value, str) else isinstance(value, int | float | None)
+    return f'<span class="name">{text}</span>' if short else text
+
+
+def section_html(section: Section) -> str:
+    """One generic section: table, image gallery, key/value list, paragraph or formatted value."""
+    parts = [f"<h2>{esc(section.title)}</h2>"]
+    if section.description:
+        parts.append(f"<p>{esc(section.description)}</p>")
+    if section.kind == "table" and not section.rows:
+        # No rows means no known columns either: a sentence, not a headerless empty table.
+        if not section.description:
+            parts.append(f"<p>{EMPTY_TABLE_TEXT}</p>")
+    elif section.kind == "table":
+        rows = [[_cell(row[c]) if c in row else "" for c in section.columns] for row in section.rows]
+        parts.append(table(section.columns, rows))
+    elif section.kind == "images":
+        figures = []
+        for image in section.images:
+            if not is_safe_png_data_uri(image["src"]):  # re-checked here: renderer owns the rule
+                continue
+            caption = esc(image["caption"])
+            figures.append(
+                f'<figure><img src="{esc(image["src"])}" alt="{caption}">'
+                f"<figcaption>{caption}</figcaption></figure>"
+            )
+        parts.append(
+            '<div class="gallery">' + "".join(figures) + "</div>" if figures else "<p>No images.</p>"
+        )
+        if section.omitted_images:
+            parts.append(
+                f"<p>{section.omitted_images} image(s) omitted: only inline PNG data URIs are shown.</p>"
+            )
+    elif section.kind == "keyvalue":
+        parts.append(
+            kv([(str(k), value_html(v)) for k, v in sorted(section.value.items(), key=lambda i: str(i[0]))])
+        )
+    elif section.kind == "text":
+        parts.append(f"<p>{esc(section.text)}</p>")
+    else:
+        parts.append(f'<div class="scroll">{value_html(section.value)}</div>')
+    return "".join(parts)
+
+
+def failure_gallery_html(gallery: dict[str, Any]) -> str:
+    cases = gallery.get("cases") or []
+    parts = ["<h2>Failure Gallery</h2>", f"<p>Cases: {len(cases)}</p>"]
+    parts.append(
+        table(
+            ["Fixture", "Provider", "Scenario", "Observed score", "Expected contract", "Observed"],
+            [
+                [
+                    f"<code>{esc(c.get('fixture_id'))}</code>",
+                    esc(c.get("provider")),
+                    esc(c.get("scenario")),
+                    esc(f"{float(c.get('score', 0.0)):.4f}"),
+                    esc(c.get("expected_contract_notes")),
+                    esc(c.get("observed_result")),
+                ]
+                for c in cases
+            ],
+            numeric={3},
+        )
+    )
+    for case in cases:
+        steps = "".join(f"<li>{esc(step)}</li>" for step in case.get("triage_steps", []))
+        parts.append(
+            f"<h3>{esc(case.get('fixture_id'))} / {esc(case.get('provider'))}</h3>"
+            f"<ol>{steps}</ol>{metrics_list(case.get('metrics_preview', {}))}"
+        )
+    return "".join(parts)
+
+
+__all__ = ["NOWRAP_CHARS", "failure_gallery_html", "section_html"]
