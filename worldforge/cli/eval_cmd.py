@@ -129,6 +129,23 @@ def _maybe_run(workspace: Path | None, config: dict[str, Any], resume: str | Non
         yield run
 
 
+def _with_replay(
+    options: dict[str, Any], replay: str | None, suite: str, workspace: Path | None
+) -> dict[str, Any] | None:
+    """The suite's options plus the recorded run ``--replay`` answers from. The run's own config
+    keeps the options without it, so a replay has the same inputs as the run it replays."""
+    if replay is None:
+        return options or None
+    from worldforge.core.errors import WorldForgeError
+    from worldforge.gateway import open_replay
+
+    if suite != "science-birds":
+        raise WorldForgeError(
+            f"--replay: only science-birds evaluations record model exchanges, not {suite!r}."
+        )
+    return {**options, "replay": open_replay(workspace, replay)}
+
+
 def summary_payload(report: Any) -> dict[str, Any]:
     """``results/summary.json``: counts and digests only (no run id, no timestamps), so identical
     reruns produce byte-identical summaries."""
@@ -206,6 +223,13 @@ def eval_command(
         "--openai-base-url",
         help="science-birds: OpenAI-compatible server URL for openai:MODEL, e.g. http://127.0.0.1:11434/v1.",
     ),
+    replay: str | None = typer.Option(
+        None,
+        "--replay",
+        metavar="RUN_ID",
+        help="science-birds: answer every model request from RUN_ID's recorded exchanges "
+        "(in --run-workspace) instead of asking the model.",
+    ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
@@ -230,9 +254,9 @@ def eval_command(
             openai_base_url,
         )
         options = _cwd_relative_paths(typed)
-        evaluation = EvaluationSuite.from_reference(suite, options or None)
-        manifests = [str(p) for p in dataset_manifest or []]
         workspace = run_workspace if run_workspace is not None else _default_workspace()
+        evaluation = EvaluationSuite.from_reference(suite, _with_replay(options, replay, suite, workspace))
+        manifests = [str(p) for p in dataset_manifest or []]
         config = {"suite": suite, "providers": providers, "options": options, "dataset_manifests": manifests}
         html_path: Path | None = None
         forge = WorldForge()

@@ -10,7 +10,13 @@ Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("scien
 options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
 (default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
 ``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
-``ollama_host``, ``openai_base_url``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``.
+``ollama_host``, ``openai_base_url``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
+``replay`` (a recorded run directory or :class:`~worldforge.gateway.ReplaySource`: answer every
+request from its exchanges) and ``gateway`` (``False`` calls the providers directly, unrecorded;
+kept for benchmarking the gateway's cost).
+
+Every trial talks to its model through the recording gateway (:mod:`worldforge.gateway`), so each
+item record carries its exchanges as evidence and a run can be replayed without the model.
 """
 
 from __future__ import annotations
@@ -81,6 +87,21 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
     return identity
 
 
+def _replay_source(options: Mapping[str, Any]) -> Any:
+    """The recorded run a replay answers from: the ``replay`` option, a loaded
+    :class:`~worldforge.gateway.ReplaySource` or a run directory (``None``: ask the models)."""
+    value = options.get("replay")
+    if value is None or value == "":
+        return None
+    from worldforge.gateway import ReplaySource, load_replay
+
+    if isinstance(value, ReplaySource):
+        return value
+    if isinstance(value, str | Path):
+        return load_replay(value)
+    raise WorldForgeError(f"replay: expected a recorded run directory, got {type(value).__name__}.")
+
+
 def _cache_root(config: SuiteConfig, run: Any) -> Path | None:
     if config.cache_dir is not None:
         return config.cache_dir
@@ -120,6 +141,7 @@ def evaluate(
     if len(set(models)) != len(models):
         raise WorldForgeError("science-birds: a provider is listed twice.")
     state = state or RunState()
+    replay = _replay_source(config.options)
     manifests: dict[str, Any] = {}
     for name in models:
         provider = forge.provider(name)
@@ -131,8 +153,17 @@ def evaluate(
         configure = getattr(provider, "configure", None)
         if callable(configure):
             configure(config.options)
-        manifests[name] = forge.runtime_manifest(name)
-    identities = {k: _model_identity(v, k, forge.provider(k)) for k, v in manifests.items()}
+        # A replay stands on the recorded preflight: the server may be long gone.
+        manifests[name] = replay.manifest(name) if replay is not None else forge.runtime_manifest(name)
+    identities = {
+        k: replay.identity(k) if replay is not None else _model_identity(v, k, forge.provider(k))
+        for k, v in manifests.items()
+    }
+    gateway = None
+    if replay is not None or config.options.get("gateway", True) is not False:
+        from worldforge.gateway import Gateway
+
+        gateway = Gateway(forge, models=models, run=run, replay=replay)
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.
     executor = start_pool(config.workers) if config.workers > 1 else None
@@ -149,6 +180,7 @@ def evaluate(
             manifests,
             identities,
             executor,
+            gateway,
         )
     finally:
         if executor is not None:
@@ -167,6 +199,7 @@ def _evaluate_with(
     manifests: dict[str, Any],
     identities: dict[str, Any],
     executor: Any,
+    gateway: Any = None,
 ) -> Any:
     from worldforge import __version__
     from worldforge.evaluation.provenance import ProvenanceEnvelope
@@ -204,7 +237,12 @@ def _evaluate_with(
         model_identities=identities,
         cache=cache,
         state=state,
+        gateway=gateway,
     )
+    if gateway is not None:
+        from worldforge.gateway import write_session
+
+        write_session(run, manifests, identities)  # what a later --replay of this run stands on
     total = len(enumerate_items(models, config))
     started = time.perf_counter()
     if config.progress:

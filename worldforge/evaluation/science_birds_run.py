@@ -1,11 +1,12 @@
 """Running the Science Birds items: generation, level stages, classification, records.
 
 The unit of work is an *item* = (model, program, letter, trial). Items are processed in fixed-size
-chunks: generate the replies (chat turns through the forge, so provider events reach the run's
-event log), run the CPU-bound level stages in a process pool, classify the images in one batch,
-then record one JSON item per unit in the run workspace. A killed run therefore loses at most the
-chunks in flight, and ``worldforge runs resume`` skips every recorded item whose input digest still
-matches.
+chunks: generate the replies (each trial's chat turns go through the recording gateway, which asks
+the provider through the forge, so every exchange lands in the item record and provider events and
+exchanges reach the run's event log), run the CPU-bound level stages in a process pool, classify
+the images in one batch, then record one JSON item per unit in the run workspace. A killed run
+therefore loses at most the chunks in flight, and ``worldforge runs resume`` skips every recorded
+item whose input digest still matches.
 
 Everything that enters a record is JSON-native and free of timings, and the scores are always
 recomputed *from the records* (never from in-memory floats), so a resumed run and an uninterrupted
@@ -15,6 +16,7 @@ run produce byte-identical results.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import sys
 import time
@@ -45,8 +47,15 @@ from worldforge.evaluation.science_birds_stages import (
     stage_versions,
     thumbnail_data_uri,
 )
+from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs import PromptProgram
-from worldforge.providers.ollama import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT, ChatTrial, trial_seed
+from worldforge.providers.ollama import (
+    TRIAL_TIME_LIMIT_S,
+    TRIAL_TOKEN_LIMIT,
+    ChatTrial,
+    TrialTranscript,
+    trial_seed,
+)
 
 
 @dataclass
@@ -159,8 +168,11 @@ class ItemRunner:
         model_identities: Mapping[str, Any],
         cache: StageCache,
         state: RunState,
+        gateway: Any = None,
     ) -> None:
         self.config = config
+        #: The recording gateway every trial talks through (``None``: call the providers directly).
+        self.gateway = gateway
         self.forge = forge
         self.models = list(models)
         self.run = run
@@ -169,7 +181,8 @@ class ItemRunner:
         self.cache = cache
         self.state = state
         self.programs = {p.name: p for p in config.programs}
-        self.mock_variants = _mock_variants(forge, self.models)
+        replaying = bool(getattr(gateway, "replaying", False))
+        self.mock_variants = {} if replaying else _mock_variants(forge, self.models)
         #: Level images by artifact path when there is no run workspace to write them to.
         self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
@@ -209,7 +222,9 @@ class ItemRunner:
         try:
             if executor is None and self.config.workers > 1:
                 executor = own = start_pool(self.config.workers)
-            return self._run_keys(keys, executor, progress)
+            # The gateway's server thread starts after the pool has forked and stops with the items.
+            with self.gateway if self.gateway is not None else contextlib.nullcontext():
+                return self._run_keys(keys, executor, progress)
         finally:
             if own is not None:
                 own.shutdown(cancel_futures=True)
@@ -345,9 +360,16 @@ class ItemRunner:
         gen_input = digest_payload(
             {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
         )
-        cache_key = StageCache.key("generate", "chat-trial/v1", gen_input)
-        cached = self.cache.get_json("generate", cache_key)
-        base = {"prompt_digests": [digest_text(p) for p in prompts], "generate_input": gen_input}
+        gateway = self.gateway
+        # Through the gateway a cached value carries the exchanges; a replay answers from its run only.
+        version = "chat-trial/v1" if gateway is None else "chat-trial/v1+gateway/v1"
+        use_cache = not getattr(gateway, "replaying", False)
+        cache_key = StageCache.key("generate", version, gen_input)
+        cached = self.cache.get_json("generate", cache_key) if use_cache else None
+        base: dict[str, Any] = {
+            "prompt_digests": [digest_text(p) for p in prompts],
+            "generate_input": gen_input,
+        }
         if cached is not None:
             return {**base, **cached}
         limits = self.config.options
@@ -355,12 +377,34 @@ class ItemRunner:
             max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
             max_seconds=float(limits.get("max_trial_seconds") or TRIAL_TIME_LIMIT_S),
         )
-        try:
-            transcript = trial.run(
-                lambda msgs, opts: self.forge.generate(key.model, msgs, opts), prompts, options
+        transcript: TrialTranscript | None = None
+        failure = ""
+        route: Any = contextlib.nullcontext(None)
+        if gateway is not None:
+            route = gateway.trial(
+                key.item_id,
+                key.model,
+                options=options,
+                seed=seed,
+                temperature=policy_temperature(self.model_identities.get(key.model)),
+                max_tokens=trial.max_tokens,
+                max_seconds=trial.max_seconds,
             )
-        except (ProviderError, WorldForgeError) as exc:
-            return {**base, "reply": None, "error": f"generate: {exc}", "tokens": None}
+        with route as session:
+            try:
+                transcript = trial.run(
+                    session.generate
+                    if session is not None
+                    else lambda msgs, opts: self.forge.generate(key.model, msgs, opts),
+                    prompts,
+                    options,
+                )
+            except (ProviderError, WorldForgeError) as exc:
+                failure = f"generate: {exc}"
+        if session is not None:
+            base["exchanges"] = session.exchanges
+        if transcript is None:
+            return {**base, "reply": None, "error": failure, "tokens": None}
         reply = transcript.final_reply
         usage = {
             "prompt_tokens": transcript.prompt_tokens,
@@ -387,7 +431,10 @@ class ItemRunner:
             "calls": transcript.calls,
             "usage": usage,
         }
-        self.cache.put_json("generate", cache_key, value)
+        if "exchanges" in base:
+            value["exchanges"] = base["exchanges"]
+        if use_cache:
+            self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
     def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
@@ -429,6 +476,7 @@ class ItemRunner:
             "prompt_digests": list(gen["prompt_digests"]),
             "tokens": gen.get("tokens"),
             **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
+            **({"exchanges": gen["exchanges"]} if gen.get("exchanges") is not None else {}),
             "reply": reply,
             "status": "failed",
             "failed_stage": None,
