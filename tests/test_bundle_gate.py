@@ -168,3 +168,20 @@ def test_property_provider_tokens_are_found_in_any_context(body: str, before: st
     assert any(f.rule == "provider-token/github" for f in findings)
     for finding in findings:
         assert f"ghp_{body}" not in json.dumps(finding.__dict__)
+
+
+def test_a_science_birds_run_bundles_safe(tmp_path: Path) -> None:
+    """The flagship run (gateway session, exchanges, level images, reports) passes the gate: a file
+    named ``session.json`` is a file, not a secret-named setting."""
+    ws = tmp_path / "ws"
+    runner = CliRunner()
+    args = ["eval", "--suite", "science-birds", "--provider", "mock", "--run-workspace", str(ws)]
+    result = runner.invoke(app, [*args, "--characters", "A-B", "--trials", "2", "--workers", "1"])
+    assert result.exit_code in (0, 1), result.output
+    run_id = sorted(p.name for p in (ws / "runs").iterdir())[-1]
+    bundled = runner.invoke(app, ["runs", "bundle", run_id, "--workspace-dir", str(ws)])
+    assert bundled.exit_code == 0, bundled.output
+    manifest_path = next((ws / "issue-bundles").glob("*/evidence_manifest.json"))
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    assert manifest["safe_to_attach"] is True
+    assert any(f["source"].endswith("gateway/session.json") for f in manifest["files"])

@@ -322,8 +322,14 @@ def looks_generated(value: str) -> bool:
     return shannon_entropy(stripped) >= ENTROPY_THRESHOLD
 
 
+#: A name with one of these extensions is a file (``gateway/session.json``), not a setting.
+_FILE_NAME = re.compile(r"(?i)\.(?:json|jsonl|ya?ml|toml|txt|md|csv|html?|xml|log|png|py|lock|zip|gz)$")
+
+
 def _generic_name_ok(name: str) -> bool:
     core = name.strip("\"'`*_.-")
+    if _FILE_NAME.search(core):
+        return False
     return bool(_NAME_IS_SECRET.search(core)) and not _NAME_IS_METADATA.search(core)
 
 
