@@ -63,33 +63,31 @@ def _lazy_mock(arg: str | None = None) -> Any:
     return MockProvider(arg or "")
 
 
-def _lazy_ollama(arg: str | None = None) -> Any:
-    if not arg:
-        raise WorldForgeError("provider 'ollama' needs a model: use 'ollama:<model>' (e.g. ollama:qwen2.5).")
-    try:
-        module = importlib.import_module("worldforge.providers.ollama")
-    except ModuleNotFoundError as exc:
-        if exc.name == "worldforge.providers.ollama":
-            raise WorldForgeError("provider 'ollama' is not available in this installation.") from None
-        raise
-    factory = getattr(module, "create_provider", None) or getattr(module, "OllamaProvider", None)
-    if factory is None:
-        raise WorldForgeError("worldforge.providers.ollama defines no create_provider/OllamaProvider.")
-    return factory(arg)
+def _lazy_module_provider(name: str, module_name: str, example: str) -> ProviderFactory:
+    """A factory that imports ``module_name`` only when the provider is asked for (its client
+    library is heavy or optional) and calls its ``create_provider(model)``."""
+
+    def factory(arg: str | None = None) -> Any:
+        if not arg:
+            raise WorldForgeError(f"provider '{name}' needs a model: use '{name}:<model>' (e.g. {example}).")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                raise WorldForgeError(f"provider '{name}' is not available in this installation.") from None
+            raise
+        create = getattr(module, "create_provider", None)
+        if create is None:
+            raise WorldForgeError(f"{module_name} defines no create_provider.")
+        return create(arg)
+
+    return factory
 
 
-def _lazy_openai(arg: str | None = None) -> Any:
-    if not arg:
-        raise WorldForgeError(
-            "provider 'openai' needs a model: use 'openai:<model>' (e.g. openai:qwen2.5:32b-instruct-fp16)."
-        )
-    try:
-        module = importlib.import_module("worldforge.providers.openai_compat")
-    except ModuleNotFoundError as exc:
-        if exc.name == "worldforge.providers.openai_compat":
-            raise WorldForgeError("provider 'openai' is not available in this installation.") from None
-        raise
-    return module.create_provider(arg)
+_lazy_ollama = _lazy_module_provider("ollama", "worldforge.providers.ollama", "ollama:qwen2.5")
+_lazy_openai = _lazy_module_provider(
+    "openai", "worldforge.providers.openai_compat", "openai:qwen2.5:32b-instruct-fp16"
+)
 
 
 _BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {

@@ -15,14 +15,11 @@ from typing import Any
 from worldforge.reports.html_parts import (
     claim_block,
     esc,
-    footer,
     kv,
-    page,
-    provenance,
     results_table,
     table,
 )
-from worldforge.reports.html_sections import NOWRAP_CHARS, failure_gallery_html, section_html
+from worldforge.reports.html_sections import NOWRAP_CHARS, failure_gallery_html, finish_page, section_html
 from worldforge.reports.science_birds_html import render_science_birds
 from worldforge.reports.science_birds_view import read_view
 from worldforge.reports.sections import interpret_all
@@ -65,12 +62,7 @@ def render_html(payload: dict[str, Any]) -> str:
         results_table(payload.get("results", [])),
         "".join(section_html(s) for s in interpret_all(payload.get("sections"))),
     ]
-    if payload.get("failure_gallery"):
-        body.append(failure_gallery_html(payload["failure_gallery"]))
-    if prov:
-        body.append(provenance(prov))
-        body.append(footer(prov))
-    return page(f"WorldForge Evaluation Report: {suite}", "".join(body))
+    return finish_page(payload, body)
 
 
 __all__ = [

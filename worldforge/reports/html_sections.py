@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worldforge.reports.html_parts import esc, kv, metrics_list, table, value_html
+from worldforge.reports.html_parts import esc, footer, kv, metrics_list, page, provenance, table, value_html
 from worldforge.reports.sections import EMPTY_TABLE_TEXT, Section, is_safe_png_data_uri
 
 #: Table cells with at most this many characters never wrap (names such as
@@ -89,4 +89,15 @@ def failure_gallery_html(gallery: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-__all__ = ["NOWRAP_CHARS", "failure_gallery_html", "section_html"]
+def finish_page(payload: dict[str, Any], body: list[str]) -> str:
+    """Close a report page: failure gallery, provenance and footer, then the page shell."""
+    prov = payload.get("provenance") or {}
+    if payload.get("failure_gallery"):
+        body.append(failure_gallery_html(payload["failure_gallery"]))
+    if prov:
+        body.append(provenance(prov))
+        body.append(footer(prov))
+    return page(f"WorldForge Evaluation Report: {payload.get('suite', '')}", "".join(body))
+
+
+__all__ = ["NOWRAP_CHARS", "failure_gallery_html", "finish_page", "section_html"]

@@ -17,15 +17,12 @@ from worldforge.core.redact import sanitize_text
 from worldforge.reports.html_parts import (
     claim_block,
     esc,
-    footer,
     kv,
-    page,
-    provenance,
     results_table,
     table,
     value_html,
 )
-from worldforge.reports.html_sections import failure_gallery_html, section_html
+from worldforge.reports.html_sections import finish_page, section_html
 from worldforge.reports.science_birds_view import Program, Trial, View
 from worldforge.reports.sections import interpret, is_safe_png_data_uri
 from worldforge.reports.svg import Bar, Cell, Column, bar_chart, bar_matrix, heatmap, num, stacked_chart
@@ -335,7 +332,6 @@ def _rest(payload: Mapping[str, Any], view: View, skip: Sequence[str]) -> str:
 
 def render_science_birds(payload: dict[str, Any], view: View) -> str:
     suite = str(payload.get("suite", ""))
-    prov = payload.get("provenance") or {}
     sections = payload.get("sections") or {}
     body = [
         f"<h1>{esc(suite)}</h1>",
@@ -357,12 +353,7 @@ def render_science_birds(payload: dict[str, Any], view: View) -> str:
     body.append("<h2>Scenario results</h2>" + results_table(payload.get("results", [])))
     if "measurement" in sections:
         body.append(section_html(interpret("measurement", sections["measurement"])))
-    if payload.get("failure_gallery"):
-        body.append(failure_gallery_html(payload["failure_gallery"]))
-    if prov:
-        body.append(provenance(prov))
-        body.append(footer(prov))
-    return page(f"WorldForge Evaluation Report: {suite}", "".join(body))
+    return finish_page(payload, body)
 
 
 __all__ = ["DRAWN", "render_science_birds"]
