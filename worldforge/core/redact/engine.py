@@ -44,7 +44,6 @@ from worldforge.core.redact.keys import (
     Matcher,
     Redaction,
     Replacer,
-    Rule,
     is_sensitive_key,
     redact_whole,
 )
@@ -269,12 +268,6 @@ class _Tracked:
             self.edits = sorted(kept, key=lambda e: (e[0], e[1]))
 
 
-#: Each rule's keyword prefilter as one compiled alternation (a C-level scan instead of a Python
-#: loop per keyword); ``None`` for rules that always run.
-_PREFILTERS: tuple[tuple[Rule, re.Pattern[str] | None], ...] = tuple(
-    (rule, re.compile("|".join(re.escape(k) for k in rule.keywords)) if rule.keywords else None)
-    for rule in RULES
-)
 _SENSITIVE_RE = re.compile("|".join(re.escape(k) for k in SENSITIVE_KEYWORDS))
 #: Strings that are evidence by shape (digests, numbers, UTC timestamps, run ids): nothing to redact.
 _INERT_RE = re.compile(
@@ -319,9 +312,10 @@ def _run_rules(sink: _Raw | _Tracked) -> None:
             sink.apply(_PREFIX_RULES[placeholder], _spans(pattern, repl, sink.text))
     lowered = sink.text.lower()
     key_words = _SENSITIVE_RE.search(lowered) is not None
-    for rule, keywords in _PREFILTERS:
+    for rule in RULES:
         if rule.id == "sensitive-key" and not key_words:
             continue
+        keywords = rule.keyword_re  # Rule.prefilter inlined: this loop runs for every string
         if keywords is None or keywords.search(lowered):
             spans = _spans(rule.pattern, rule.replace, sink.text, rule.rescan_values)
             if spans:

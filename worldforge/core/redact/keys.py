@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 SANITIZER_VERSION = "wf-sanitize/3"  # 3: decoded views, structured forms, leaf redaction under secret keys
@@ -181,6 +181,15 @@ def _prefixed_filler(value: str) -> bool:
     return len(tail) >= 8 and _FILLER_RE.fullmatch(tail) is not None
 
 
+def unless_placeholder(replace: Replacer) -> Replacer:
+    """Wrap a token rule's replacer so documentation placeholders (``ghp_xxxx…``) are kept."""
+
+    def replacer(match: re.Match[str]) -> str | None:
+        return None if is_placeholder_token(match.group(0)) else replace(match)
+
+    return replacer
+
+
 def is_harmless_value(value: str) -> bool:
     """Values a sensitive key may hold without being a secret (digests, placeholders, references).
 
@@ -245,8 +254,17 @@ class Rule:
     replace: Replacer
     rescan_values: bool = False  # on a kept match, resume scanning at its ``val`` group
 
+    #: The keywords as one compiled alternation (a C-level scan instead of a Python loop per
+    #: keyword); ``None`` for a rule that always runs.
+    keyword_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pattern = re.compile("|".join(re.escape(k) for k in self.keywords)) if self.keywords else None
+        object.__setattr__(self, "keyword_re", pattern)
+
     def prefilter(self, lowered: str) -> bool:
-        return not self.keywords or any(k in lowered for k in self.keywords)
+        """Whether the rule can match ``lowered`` (the text lower-cased): one of its keywords is in it."""
+        return self.keyword_re is None or self.keyword_re.search(lowered) is not None
 
 
 def redact_whole(_: re.Match[str]) -> str:

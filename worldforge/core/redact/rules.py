@@ -22,9 +22,9 @@ from worldforge.core.redact.keys import (
     Rule,
     has_digit_and_letter,
     is_harmless_value,
-    is_placeholder_token,
     is_sensitive_key,
     redact_whole,
+    unless_placeholder,
 )
 from worldforge.core.redact.vendors import VENDOR_RULES
 
@@ -204,15 +204,6 @@ def _placeholder(text: str) -> Replacer:
     return replace
 
 
-def _unless_placeholder(replace: Replacer) -> Replacer:
-    """Vendor-shaped placeholders from documentation (``ghp_xxxx…``, ``…EXAMPLE``) are kept."""
-
-    def replacer(match: re.Match[str]) -> str | None:
-        return None if is_placeholder_token(match.group(0)) else replace(match)
-
-    return replacer
-
-
 def _provider_rule(
     rule_id: str,
     description: str,
@@ -221,7 +212,7 @@ def _provider_rule(
     replace: Replacer = redact_whole,
     flags: int = 0,
 ) -> Rule:
-    return Rule(rule_id, description, keywords, re.compile(regex, flags), _unless_placeholder(replace))
+    return Rule(rule_id, description, keywords, re.compile(regex, flags), unless_placeholder(replace))
 
 
 RULES: tuple[Rule, ...] = (

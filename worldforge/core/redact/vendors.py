@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import re
 
-from worldforge.core.redact.keys import Rule, is_placeholder_token
+from worldforge.core.redact.keys import Rule, redact_whole, unless_placeholder
 
 _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
 
 
 def _rule(rule_id: str, description: str, keywords: tuple[str, ...], regex: str) -> Rule:
-    return Rule(rule_id, description, keywords, re.compile(regex), _redact_token)
-
-
-def _redact_token(match: re.Match[str]) -> str | None:
-    return None if is_placeholder_token(match.group(0)) else "[redacted]"
+    return Rule(rule_id, description, keywords, re.compile(regex), unless_placeholder(redact_whole))
 
 
 VENDOR_RULES: tuple[Rule, ...] = (
