@@ -43,7 +43,7 @@ from worldforge.evidence.gate import scan_document  # noqa: E402
 DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
 
 
-def _key(rule: str) -> str:
+def key_for(rule: str) -> str:
     """A configuration key named after the rule, as gitleaks' generator does (``<id>_token``)."""
     base = rule.replace("-", "_")
     return (
@@ -53,7 +53,7 @@ def _key(rule: str) -> str:
     )
 
 
-def _value_of(secret: str) -> str:
+def value_of(secret: str) -> str:
     """The secret value of a sample as gitleaks reports it: some rules report the value with its
     quotes (``"user:pw"``) or with its YAML key (``key: c2VjcmV0``); the wrapper adds its own."""
     name, sep, value = secret.partition(": ")
@@ -121,10 +121,10 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
     misses: list[dict[str, str]] = []
     for sample in corpus["true_positives"]:
         family, rule, secret = sample["family"], sample["rule"], sample["secret"]
-        secret = _value_of(secret.strip())
+        secret = value_of(secret.strip())
         if "\n" in secret or len(secret) < 8:
             continue  # multi-line samples (PEM bodies) are measured through their own text below
-        key = _key(rule)
+        key = key_for(rule)
         for context, wrap in CONTEXTS.items():
             text = wrap(key, secret)
             ok = _gone(secret, sanitize_text(text))

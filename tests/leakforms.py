@@ -9,7 +9,14 @@ strings and its own manifest; the rest widen the net to other real-world shapes.
 from __future__ import annotations
 
 import base64
+import importlib.util
+import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -158,28 +165,32 @@ EVIDENCE_SHAPES: tuple[str, ...] = (
 )
 
 
+def measure_module() -> Any:
+    """``scripts/measure_secret_corpus.py`` as a module (scripts are not a package): the corpus
+    tests and the planted forms below wrap secrets the way the measurement does."""
+    name = "measure_secret_corpus"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def _corpus_forms() -> tuple[Form, ...]:
     """One keyed sample per rule of the adopted gitleaks corpus (``tests/fixtures/secrets``), as a
     configuration line names it: forms this project did not write, planted beside its own."""
-    import json
-    from pathlib import Path
-
-    corpus = json.loads(
-        (Path(__file__).parent / "fixtures" / "secrets" / "gitleaks_samples.json").read_text(encoding="utf-8")
-    )
+    measure = measure_module()
+    corpus = json.loads(measure.DEFAULT_CORPUS.read_text(encoding="utf-8"))
     seen: set[str] = set()
     forms: list[Form] = []
     for sample in corpus["true_positives"]:
-        rule, secret = sample["rule"], sample["secret"].strip()
-        name, sep, value = secret.partition(": ")
-        if sep and " " not in value:
-            secret = value  # reported with its YAML key
-        secret = secret.strip("\"'")
+        rule, secret = sample["rule"], measure.value_of(sample["secret"].strip())
         if rule in seen or len(secret) < 12 or any(c.isspace() for c in secret) or "\\" in secret:
             continue
         seen.add(rule)
-        key = rule.replace("-", "_") + ("" if rule.endswith(("key", "token", "secret")) else "_token")
-        forms.append(Form(f"gitleaks-{rule}", f"{key} = {secret}", (secret,)))
+        forms.append(Form(f"gitleaks-{rule}", f"{measure.key_for(rule)} = {secret}", (secret,)))
     return tuple(forms)
 
 

@@ -4,32 +4,20 @@ project did not write): every keyed sample is redacted in every context, and the
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from leakforms import measure_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
 
 
-def _measure_module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "measure_secret_corpus", ROOT / "scripts" / "measure_secret_corpus.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("measure_secret_corpus", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def result() -> dict[str, Any]:
-    return _measure_module().measure(json.loads(CORPUS.read_text(encoding="utf-8")))
+    return measure_module().measure(json.loads(CORPUS.read_text(encoding="utf-8")))
 
 
 def test_fixture_names_its_source_and_licence() -> None:
