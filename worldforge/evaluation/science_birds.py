@@ -41,6 +41,7 @@ from worldforge.evaluation.science_birds_run import (
 from worldforge.evaluation.science_birds_stages import StageCache, stage_versions
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationScenario
+from worldforge.gateway import Gateway, ReplaySource, load_replay
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -93,8 +94,6 @@ def _replay_source(options: Mapping[str, Any]) -> Any:
     value = options.get("replay")
     if value is None or value == "":
         return None
-    from worldforge.gateway import ReplaySource, load_replay
-
     if isinstance(value, ReplaySource):
         return value
     if isinstance(value, str | Path):
@@ -161,8 +160,6 @@ def evaluate(
     }
     gateway = None
     if replay is not None or config.options.get("gateway", True) is not False:
-        from worldforge.gateway import Gateway
-
         gateway = Gateway(forge, models=models, run=run, replay=replay)
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.

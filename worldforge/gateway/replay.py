@@ -30,6 +30,8 @@ from worldforge.gateway.exchange import (
     describe_difference,
 )
 from worldforge.gateway.upstream import TrialRoute
+from worldforge.workspace.layout import load_manifest
+from worldforge.workspace.store import resolve_run_dir
 
 #: The run artifact that holds the providers' manifests and identities (what a replay stands on).
 SESSION_PATH = "gateway/session.json"
@@ -104,8 +106,6 @@ def _read_json(path: Path) -> Any:
 
 def load_replay(run_dir: str | Path) -> ReplaySource:
     """Load a recorded run directory; a run that cannot be replayed is a :class:`WorldForgeError`."""
-    from worldforge.workspace.layout import load_manifest
-
     directory = Path(run_dir)
     manifest = load_manifest(directory)
     run_id = str(manifest.get("run_id") or directory.name)
@@ -141,8 +141,6 @@ def open_replay(workspace: str | Path | None, ref: str) -> ReplaySource:
     """``--replay REF``: resolve a run id (or unique prefix) in ``workspace`` and load it."""
     if workspace is None:
         raise WorldForgeError("--replay needs --run-workspace (the workspace that holds the recorded run).")
-    from worldforge.workspace.store import resolve_run_dir
-
     if not isinstance(ref, str) or not ref.strip() or "/" in ref or ref.startswith("."):
         raise WorldForgeError(f"--replay {ref!r}: expected a run id from `worldforge runs list`.")
     try:
