@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -91,4 +91,19 @@ def argv() -> list[str]:
     return args
 
 
-__all__ = ["argv", "cli_errors", "fail", "handle_errors"]
+def format_option(default: str, choices: Sequence[str], help: str = "Output format.") -> Any:
+    """The ``--format`` option with its choices in the help (``[a|b|c]``); validate with
+    :func:`check_format`, which gives the one-line error every usage error gets."""
+    return typer.Option(default, "--format", metavar="[" + "|".join(choices) + "]", help=help)
+
+
+def check_format(value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else a ``WorldForgeError`` naming them (exit 2)."""
+    from worldforge.core.errors import WorldForgeError
+
+    if value not in choices:
+        raise WorldForgeError(f"--format: {value!r} is not one of {', '.join(choices)}.")
+    return value
+
+
+__all__ = ["argv", "check_format", "cli_errors", "fail", "format_option", "handle_errors"]

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import cli_errors
+from worldforge.cli._common import check_format, cli_errors, format_option
 
 FORMATS = ("text", "json", "md", "csv")
 
@@ -107,7 +107,7 @@ def benchmark_cmd(
         "--run-workspace",
         help="Record the run under DIR/runs/<run-id>/ (default: config workspace_dir).",
     ),
-    fmt: str = typer.Option("text", "--format", help="text, json, md or csv."),
+    fmt: str = format_option("text", FORMATS),
     iterations: int | None = typer.Option(None, "--iterations", help="Override the preset's iterations."),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
 ) -> None:
@@ -115,8 +115,7 @@ def benchmark_cmd(
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
 
-        if fmt not in FORMATS:
-            raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}.")
+        check_format(fmt, FORMATS)
         if list_presets_flag:
             _print_presets(fmt)
             return

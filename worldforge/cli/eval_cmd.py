@@ -11,18 +11,17 @@ Only typer is imported at module level so ``worldforge --help`` stays fast.
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import cli_errors, fail
+from worldforge.cli._common import check_format, cli_errors, fail, format_option
 
 FORMATS = ("markdown", "json", "csv", "html")
+LIST_FORMATS = ("table", "json")
 EVAL_HINT = "list suites with `worldforge suites list` and providers with `worldforge providers list`."
 _HINT_WORDS = ("suite", "provider", "capabilit")
 
@@ -74,115 +73,10 @@ def _typed_options(
     return options
 
 
-#: Suite options whose values may be local paths (a classifier checkpoint, prompt-program folders).
-PATH_OPTIONS = ("classifier", "programs")
-
-
-def _cwd_relative_paths(options: dict[str, Any]) -> dict[str, Any]:
-    """Absolute path options naming something inside the current directory, made relative to it.
-
-    The options are part of the input digest and come back as flags in the failure gallery's rerun
-    command, which is recorded relative to the current directory (the sanitizer strips it). Passing
-    the relative form to the suite as well means the rerun reproduces the input digest, and a report
-    does not depend on whether ``--classifier`` was typed as ``model`` or ``$PWD/model``.
-    """
-    from worldforge.workspace.layout import cwd_relative
-
-    def relative(value: Any) -> Any:
-        if isinstance(value, str) and Path(value).is_absolute() and Path(value).exists():
-            return cwd_relative(value) or value
-        return value
-
-    out = dict(options)
-    for key in PATH_OPTIONS:
-        if isinstance(out.get(key), list):
-            out[key] = [relative(v) for v in out[key]]
-        elif key in out:
-            out[key] = relative(out[key])
-    return out
-
-
 def _default_workspace() -> Path | None:
-    try:
-        from worldforge.config import default_run_workspace
-    except ImportError:
-        return None
+    from worldforge.config import default_run_workspace
+
     return default_run_workspace()
-
-
-@contextlib.contextmanager
-def _maybe_run(workspace: Path | None, config: dict[str, Any], resume: str | None) -> Iterator[Any]:
-    from worldforge.core.errors import WorldForgeError
-
-    if workspace is None:
-        if resume:
-            raise WorldForgeError("--resume-run needs --run-workspace.")
-        yield None
-        return
-    try:
-        from worldforge.workspace import start_run
-    except ImportError:
-        raise WorldForgeError(
-            "--run-workspace: run workspaces are not available in this installation."
-        ) from None
-    with start_run(workspace, kind="evaluation", argv=_argv(), config=config, resume_run_id=resume) as run:
-        yield run
-
-
-def _with_replay(
-    options: dict[str, Any], replay: str | None, suite: str, workspace: Path | None
-) -> dict[str, Any] | None:
-    """The suite's options plus the recorded run ``--replay`` answers from. The run's own config
-    keeps the options without it, so a replay has the same inputs as the run it replays."""
-    if replay is None:
-        return options or None
-    from worldforge.core.errors import WorldForgeError
-    from worldforge.gateway import open_replay
-
-    if suite != "science-birds":
-        raise WorldForgeError(
-            f"--replay: only science-birds evaluations record model exchanges, not {suite!r}."
-        )
-    return {**options, "replay": open_replay(workspace, replay)}
-
-
-def summary_payload(report: Any) -> dict[str, Any]:
-    """``results/summary.json``: counts and digests only (no run id, no timestamps), so identical
-    reruns produce byte-identical summaries."""
-    prov = report.provenance
-    return {
-        "schema_version": 1,
-        "suite_id": report.suite_id,
-        "suite": report.suite,
-        "suite_version": report.suite_version,
-        "providers": [s.provider for s in report.provider_summaries],
-        "passed": report.passed,
-        "result_count": len(report.results),
-        "passed_count": sum(1 for r in report.results if r.passed),
-        "failed_count": len(report.failed_results),
-        "provider_summaries": [s.to_dict() for s in report.provider_summaries],
-        "input_digest": prov.input_digest if prov else None,
-        "result_digest": prov.result_digest if prov else None,
-        "event_count": prov.event_count if prov else 0,
-        "claim_boundary": report.claim_boundary,
-    }
-
-
-def _write_run_artifacts(run: Any, report: Any) -> Path:
-    from worldforge.core.canonical import pretty_json
-    from worldforge.evaluation import result_payload
-    from worldforge.reports import EXTENSIONS, MEDIA_TYPES
-
-    artifacts = report.artifacts()
-    for fmt in ("json", "markdown", "csv", "html"):
-        run.write_artifact(f"reports/report.{EXTENSIONS[fmt]}", artifacts[fmt], MEDIA_TYPES[fmt])
-    run.write_artifact("reports/failure_gallery.json", artifacts["failure_gallery.json"], "application/json")
-    run.write_artifact("reports/failure_gallery.md", artifacts["failure_gallery.md"], "text/markdown")
-    for relpath, blob in sorted(report.extra_artifacts.items()):
-        run.write_artifact(relpath, blob)
-    run.write_artifact("results/summary.json", pretty_json(summary_payload(report)), "application/json")
-    run.complete(result_payload(report), claim_boundary=report.claim_boundary)
-    return Path(run.dir) / "reports" / "report.html"
 
 
 def eval_command(
@@ -194,7 +88,7 @@ def eval_command(
         "--provider",
         help="Provider name, e.g. mock, mock:v2, ollama:qwen2.5, openai:qwen2.5 (repeatable).",
     ),
-    fmt: str = typer.Option("markdown", "--format", help="markdown | json | csv | html."),
+    fmt: str = format_option("markdown", (*FORMATS, "md"), help="Report format (md = markdown)."),
     output: Path | None = typer.Option(None, "--output", help="Write the report to FILE instead of stdout."),
     fail_on_failure: bool = typer.Option(False, "--fail-on-failure", help="Exit 1 when any scenario failed."),
     dataset_manifest: list[Path] = typer.Option(
@@ -233,15 +127,12 @@ def eval_command(
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
-        from worldforge.core.errors import GateFailure, WorldForgeError
-        from worldforge.evaluation import EvaluationSuite
-        from worldforge.forge import WorldForge
+        from worldforge.core.errors import GateFailure
+        from worldforge.evaluation.runner import EvaluationRequest, evaluate
         from worldforge.reports import render_report
 
-        fmt = {"md": "markdown"}.get(fmt, fmt)  # the spelling benchmark, runs diff and bundles use
-        if fmt not in FORMATS:
-            raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)} (or md).")
-        providers = list(provider or ["mock"])
+        # ``md`` is the spelling benchmark, runs diff and bundles use
+        fmt = {"md": "markdown"}.get(check_format(fmt, (*FORMATS, "md")), fmt)
         typed = _typed_options(
             program,
             trials,
@@ -253,22 +144,19 @@ def eval_command(
             seed,
             openai_base_url,
         )
-        options = _cwd_relative_paths(typed)
-        workspace = run_workspace if run_workspace is not None else _default_workspace()
-        evaluation = EvaluationSuite.from_reference(suite, _with_replay(options, replay, suite, workspace))
-        manifests = [str(p) for p in dataset_manifest or []]
-        config = {"suite": suite, "providers": providers, "options": options, "dataset_manifests": manifests}
-        html_path: Path | None = None
-        forge = WorldForge()
-        evaluation.check_providers(providers, forge)  # capability gate before a run is even created
-        with _maybe_run(workspace, config, resume_run) as run:
-            if run is not None:
-                forge.add_event_sink(run.event_sink)  # provider events -> the run's events.jsonl
-            report = evaluation.run_report(
-                providers, forge=forge, dataset_manifests=manifests, run=run, command=_argv()
+        outcome = evaluate(
+            EvaluationRequest(
+                suite=suite,
+                providers=list(provider or ["mock"]),
+                options=typed,
+                dataset_manifests=[str(p) for p in dataset_manifest or []],
+                workspace=run_workspace if run_workspace is not None else _default_workspace(),
+                resume_run=resume_run,
+                replay=replay,
+                argv=_argv(),
             )
-            if run is not None:
-                html_path = _write_run_artifacts(run, report)
+        )
+        report = outcome.report
         rendered = render_report(report.to_dict(), fmt)
         if output is not None:
             from worldforge.core.io import atomic_write_text
@@ -278,8 +166,8 @@ def eval_command(
         else:
             sys.stdout.write(rendered if rendered.endswith("\n") else rendered + "\n")
             sys.stdout.flush()
-        if run is not None:
-            print(f"run {run.run_id} completed: {html_path}", file=sys.stderr)
+        if outcome.run_id is not None:
+            print(f"run {outcome.run_id} completed: {outcome.html_path}", file=sys.stderr)
         failed = len(report.failed_results)
         if fail_on_failure and failed:
             raise fail(
@@ -302,21 +190,14 @@ def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     Console().print(table)
 
 
-def _check_format(fmt: str) -> None:
-    from worldforge.core.errors import WorldForgeError
-
-    if fmt not in ("table", "json"):
-        raise WorldForgeError(f"--format: {fmt!r} is not one of table, json.")
-
-
 @suites_app.command("list")
-def suites_list(fmt: str = typer.Option("table", "--format", help="table | json.")) -> None:
+def suites_list(fmt: str = format_option("table", LIST_FORMATS)) -> None:
     """List evaluation suites (built-in, registered and entry points)."""
     with cli_errors():
         from worldforge.core.canonical import pretty_json
         from worldforge.evaluation import EvaluationSuite
 
-        _check_format(fmt)
+        check_format(fmt, LIST_FORMATS)
         builtin = EvaluationSuite.builtin_descriptions()
         rows = [{"name": name, "source": "builtin", "description": desc} for name, desc in builtin.items()]
         rows += [
@@ -331,13 +212,13 @@ def suites_list(fmt: str = typer.Option("table", "--format", help="table | json.
 
 
 @providers_app.command("list")
-def providers_list(fmt: str = typer.Option("table", "--format", help="table | json.")) -> None:
+def providers_list(fmt: str = format_option("table", LIST_FORMATS)) -> None:
     """List provider families and their capabilities."""
     with cli_errors():
         from worldforge.core.canonical import pretty_json
         from worldforge.providers.registry import ProviderRegistry
 
-        _check_format(fmt)
+        check_format(fmt, LIST_FORMATS)
         infos = [info.to_dict() for info in ProviderRegistry().infos()]
         if fmt == "json":
             sys.stdout.write(pretty_json({"providers": infos}))
@@ -361,4 +242,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(providers_app, name="providers")
 
 
-__all__ = ["eval_command", "register", "summary_payload"]
+__all__ = ["eval_command", "register"]

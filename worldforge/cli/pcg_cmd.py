@@ -8,17 +8,16 @@ the official message, bad usage exits 2. ``stage`` runs a whole competition fold
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import cli_errors
+from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.workspace import optional_run
 
 pcg_app = typer.Typer(
     name="pcg",
@@ -27,8 +26,7 @@ pcg_app = typer.Typer(
     add_completion=False,
 )
 
-STAGE_NAMES = ("extract", "convert", "stability", "images", "similarity", "diversity", "score", "all")
-ALL_ORDER = ("extract", "convert", "stability", "images", "similarity", "diversity", "score")
+TEXT_JSON = ("text", "json")
 
 _WORKSPACE_OPT = typer.Option(
     None, "--run-workspace", help="Record this invocation (inputs, outputs, digests) in a run workspace."
@@ -53,30 +51,6 @@ def _write_stdout(text: str) -> None:
     sys.stdout.flush()
 
 
-@contextlib.contextmanager
-def _run_context(
-    workspace: Path | None, kind: str, config: dict[str, Any], resume: str | None
-) -> Iterator[Any]:
-    """A run-workspace run when ``--run-workspace`` is given, else ``None``."""
-    if workspace is None:
-        if resume:
-            from worldforge.core.errors import WorldForgeError
-
-            raise WorldForgeError("--resume-run needs --run-workspace.")
-        yield None
-        return
-    try:
-        from worldforge.workspace import start_run
-    except ImportError:
-        from worldforge.core.errors import WorldForgeError
-
-        raise WorldForgeError(
-            "--run-workspace: run workspaces are not available in this installation."
-        ) from None
-    with start_run(workspace, kind=kind, argv=_argv(), config=config, resume_run_id=resume) as run:
-        yield run
-
-
 def _add_input(run: Any, name: str, path: str) -> None:
     if run is None:
         return
@@ -89,19 +63,18 @@ def _add_input(run: Any, name: str, path: str) -> None:
 def extract_cmd(
     response: str = typer.Argument(..., help="LLM reply text file ('-' = stdin)."),
     explain: bool = typer.Option(False, "--explain", help="Also list dropped calls and why, on stderr."),
-    fmt: str = typer.Option("text", "--format", help="text (the official program text) or json."),
+    fmt: str = format_option("text", TEXT_JSON, help="text (the official program text) or json."),
     run_workspace: Path | None = _WORKSPACE_OPT,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Print the drop_block program exactly as the official extractor writes it."""
     with cli_errors():
         from worldforge.core.digests import digest_text
-        from worldforge.core.errors import StageError, WorldForgeError
+        from worldforge.core.errors import StageError
         from worldforge.pcg.levels.extract import extract_code
 
-        if fmt not in ("text", "json"):
-            raise WorldForgeError(f"--format must be text or json, got {fmt!r}.")
-        with _run_context(run_workspace, "pcg-extract", {"format": fmt}, resume_run) as run:
+        check_format(fmt, TEXT_JSON)
+        with optional_run(run_workspace, "pcg-extract", _argv(), {"format": fmt}, resume_run) as run:
             _add_input(run, "response", response)
             data, _ = _read_input(response)
             ex = extract_code(data.decode("utf-8", errors="replace"))
@@ -142,7 +115,7 @@ def convert_cmd(
         from worldforge.core.errors import StageError
         from worldforge.pcg.levels.convert import convert
 
-        with _run_context(run_workspace, "pcg-convert", {}, resume_run) as run:
+        with optional_run(run_workspace, "pcg-convert", _argv(), {}, resume_run) as run:
             _add_input(run, "program", program)
             data, _ = _read_input(program)
             try:
@@ -160,7 +133,7 @@ def convert_cmd(
 @pcg_app.command("simulate")
 def simulate_cmd(
     level: str = typer.Argument(..., help="Level XML file ('-' = stdin)."),
-    fmt: str = typer.Option("json", "--format", help="json or text."),
+    fmt: str = format_option("json", TEXT_JSON),
     trials: int = typer.Option(1, "--trials", min=1, help="Best-of-N runs, as the evaluator's trials."),
     details: bool = typer.Option(False, "--details", help="Include per-block start/final poses."),
     run_workspace: Path | None = _WORKSPACE_OPT,
@@ -168,13 +141,11 @@ def simulate_cmd(
 ) -> None:
     """Box2D stability test: total/moving/destroyed blocks and stability."""
     with cli_errors():
-        from worldforge.core.errors import WorldForgeError
         from worldforge.pcg.levels.level import parse_level_xml
         from worldforge.pcg.sim.physics import simulate
 
-        if fmt not in ("text", "json"):
-            raise WorldForgeError(f"--format must be text or json, got {fmt!r}.")
-        with _run_context(run_workspace, "pcg-simulate", {"trials": trials}, resume_run) as run:
+        check_format(fmt, TEXT_JSON)
+        with optional_run(run_workspace, "pcg-simulate", _argv(), {"trials": trials}, resume_run) as run:
             _add_input(run, "level", level)
             data, name = _read_input(level)
             result = simulate(parse_level_xml(data, source=name), trials=trials)
@@ -216,7 +187,7 @@ def render_cmd(
         from worldforge.pcg.sim.render import render_color, render_png
 
         config = {"simulate": not no_simulate, "color": color, "trials": trials}
-        with _run_context(run_workspace, "pcg-render", config, resume_run) as run:
+        with optional_run(run_workspace, "pcg-render", _argv(), config, resume_run) as run:
             _add_input(run, "level", level)
             data, name = _read_input(level)
             parsed = parse_level_xml(data, source=name)
@@ -266,97 +237,6 @@ class _RichProgress:
             self._progress.advance(self._task, advance)
 
 
-def _report_dict(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
-        return value
-    return str(value)
-
-
-def _run_stage(
-    name: str, source: Path, opts: dict[str, Any], progress: _RichProgress
-) -> list[dict[str, Any]]:
-    from worldforge.pcg.competition import stages as folder
-
-    if name == "extract":
-        return [folder.stage_extract(source, progress=progress).to_dict()]
-    if name == "convert":
-        return [folder.stage_convert(source, progress=progress).to_dict()]
-    if name in ("stability", "images", "physics"):
-        reports = folder.stage_physics(
-            source,
-            stability=name in ("stability", "physics"),
-            images=name in ("images", "physics"),
-            workers=opts["workers"],
-            trials=opts["physics_trials"],
-            raw_images=opts["raw_images"],
-            progress=progress,
-        )
-        return [r.to_dict() for r in reports]
-    import importlib
-
-    from worldforge.core.errors import StageError
-
-    try:
-        scoring = importlib.import_module("worldforge.pcg.competition.scoring")
-        if name == "similarity":
-            out = scoring.stage_similarity(
-                source, classifier=opts["classifier"], workers=opts["workers"], progress=progress
-            )
-        elif name == "diversity":
-            out = scoring.stage_diversity(
-                source, trials=opts["trials"], vector=opts["diversity_vector"], progress=progress
-            )
-        else:
-            out = scoring.stage_score(
-                source,
-                trials=opts["trials"],
-                exact=opts["exact"],
-                progress=progress,
-                models=opts.get("models"),
-                baselines=opts.get("baselines"),
-                zero_shot=opts.get("zero_shot"),
-            )
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("worldforge"):
-            raise
-        raise StageError(f"stage {name}: module {exc.name} is not available in this installation.") from None
-    report = _report_dict(out)
-    if isinstance(report, dict) and "stage" in report:
-        return [report]
-    return [{"stage": name, "result": report}]
-
-
-def _source_relative_logs(reports: list[dict[str, Any]], source: Path) -> list[dict[str, Any]]:
-    """Stage reports with ``log`` relative to the competition folder (``logs/<stage>_log_<stamp>.txt``).
-
-    Stage libraries return the log as the absolute path they wrote, which would put the host's
-    directory layout into stdout and the run record; relative to ``--source`` it names the same file
-    wherever the folder lives.
-    """
-    base = source.resolve()
-    out: list[dict[str, Any]] = []
-    for report in reports:
-        log = report.get("log")
-        if isinstance(log, str) and log:
-            try:
-                log = Path(log).resolve().relative_to(base).as_posix()
-            except ValueError:
-                from worldforge.workspace.layout import portable_path
-
-                log = portable_path(log)
-            report = {**report, "log": log}
-        out.append(report)
-    return out
-
-
-def _digested_stages(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stage reports without ``log``: its file name carries the wall-clock time the stage started,
-    and timestamps must stay out of the result digest (identical stages, identical digests)."""
-    return [{k: v for k, v in report.items() if k != "log"} for report in reports]
-
-
 def _names(option: str, values: list[str] | None) -> list[str] | None:
     """``--option a,b --option c`` -> ``["a", "b", "c"]``; ``None`` when the option was not given."""
     from worldforge.core.errors import WorldForgeError
@@ -371,34 +251,6 @@ def _names(option: str, values: list[str] | None) -> list[str] | None:
                 raise WorldForgeError(f"{option}: empty name in {value!r}; separate names with commas.")
             names.append(name)
     return names
-
-
-def _score_selection(
-    stage: str, source: Path, models: list[str] | None, baselines: list[str] | None, zero_shot: str | None
-) -> dict[str, Any]:
-    """The score stage's program selection, checked before any stage runs (``all`` takes hours).
-
-    ``--models`` only fits the score stage: the earlier stages would read the model folders as
-    teams. Names are checked against the folder by the same rule the score stage applies.
-    """
-    from worldforge.core.errors import WorldForgeError
-
-    given = {
-        "models": _names("--models", models),
-        "baselines": _names("--baselines", baselines),
-        "zero_shot": zero_shot,
-    }
-    selection: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-    for key in selection:
-        allowed = ("score",) if key == "models" else ("score", "all")
-        if stage not in allowed:
-            option = "--" + key.replace("_", "-")
-            raise WorldForgeError(f"{option}: only the {' or '.join(allowed)} stage takes it, not {stage!r}.")
-    if selection:
-        from worldforge.pcg.competition.scoring import check_score_selection
-
-        check_score_selection(source, **selection)
-    return selection
 
 
 @pcg_app.command("stage")
@@ -446,9 +298,9 @@ def stage_cmd(
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
         from worldforge.execution.local import default_workers
+        from worldforge.pcg.competition.orchestrate import plan_for, run_stages, score_selection
 
-        if stage not in STAGE_NAMES:
-            raise WorldForgeError(f"stage must be one of {', '.join(STAGE_NAMES)}; got {stage!r}.")
+        plan_for(stage)  # an unknown stage fails before anything else is looked at
         if not source.is_dir():
             raise WorldForgeError(f"{source}: source folder does not exist.")
         opts: dict[str, Any] = {
@@ -462,50 +314,23 @@ def stage_cmd(
         }
         # Only options given join ``opts``: the run config (and its digest) of an invocation
         # without them stays what it was before these options existed.
-        opts.update(_score_selection(stage, source, models, baselines, zero_shot))
-        plan: list[str] = list(ALL_ORDER) if stage == "all" else [stage]
-        if stage == "all":  # one simulation per level feeds both physics stages
-            plan = ["extract", "convert", "physics", "similarity", "diversity", "score"]
+        opts.update(
+            score_selection(
+                stage, source, _names("--models", models), _names("--baselines", baselines), zero_shot
+            )
+        )
         config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
-        with _run_context(run_workspace, "pcg-stage", config, resume_run) as run:
-            results: list[dict[str, Any]] = []
-            if run is not None:  # the folder's state before the stage: every file's digest
-                run.add_input_value("source-files", _stage_outputs(source))
+        with optional_run(run_workspace, "pcg-stage", _argv(), config, resume_run) as run:
             with _RichProgress() as progress:
-                for name in plan:
-                    if run is not None:
-                        run.emit("stage.started", {"stage": name})
-                    reports = _source_relative_logs(_run_stage(name, source, opts, progress), source)
-                    results.extend(reports)
-                    if run is not None:
-                        run.emit("stage.finished", {"stage": name})
-            if run is not None:
-                outputs = _stage_outputs(source)
-                for rel, digest in outputs.items():
-                    run.record_item(rel, digest, {"path": rel, "digest": digest})
-                run.write_artifact("reports/report.json", json.dumps(results, indent=2, default=str) + "\n")
-                run.complete({"stages": _digested_stages(results), "outputs": outputs})
-            for rep in results:
-                if "succeeded" in rep:
-                    print(
-                        f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
-                        + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
-                        file=sys.stderr,
-                    )
-            _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
-
-
-def _stage_outputs(source: Path) -> dict[str, str]:
-    """Digest of every file under the team stage folders (not logs), keyed by relative path."""
-    from worldforge.core.digests import digest_file
-    from worldforge.pcg.competition.stages import list_teams
-
-    outputs: dict[str, str] = {}
-    for team in list_teams(source):
-        for path in sorted(team.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                outputs[path.relative_to(source).as_posix()] = digest_file(path)
-    return outputs
+                results = run_stages(stage, source, opts, progress, run)
+        for rep in results:
+            if "succeeded" in rep:
+                print(
+                    f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
+                    + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
+                    file=sys.stderr,
+                )
+        _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from worldforge.cli._common import cli_errors
+from worldforge.cli._common import check_format, cli_errors, format_option
 
 FORMATS = ("text", "json")
 
@@ -43,7 +43,7 @@ def classify_cmd(
         help="Hub id (e.g. pittawat/vit-base-uppercase-english-characters) or checkpoint directory; "
         "default: the bundled letter classifier.",
     ),
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: str = format_option("text", FORMATS),
     embedding: bool = typer.Option(False, "--embedding", help="Include the embedding vector (json)."),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Images per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cuda, mps or cpu (default: auto)."),
@@ -52,8 +52,7 @@ def classify_cmd(
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
 
-        if fmt not in FORMATS:
-            raise WorldForgeError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+        check_format(fmt, FORMATS)
         for path in images:
             if not path.is_file():
                 raise WorldForgeError(f"{path}: file not found.")

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from worldforge.cli._common import cli_errors
+from worldforge.cli._common import check_format, cli_errors, format_option
 from worldforge.core.errors import GateFailure
 from worldforge.core.redact import sanitize_text
 
@@ -41,13 +41,6 @@ def _workspace(value: Path | None) -> Path:
     return default_workspace_dir()
 
 
-def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
-    if fmt not in allowed:
-        from worldforge.core.errors import WorldForgeError
-
-        raise WorldForgeError(f"--format: {fmt!r} is not one of {', '.join(allowed)}.")
-
-
 def _print_json(value: Any) -> None:
     from worldforge.core.canonical import pretty_json
 
@@ -57,12 +50,12 @@ def _print_json(value: Any) -> None:
 @runs_app.command("list")
 def list_cmd(
     workspace_dir: Path | None = _WS_OPT,
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: str = format_option("table", ("table", "json")),
     kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind."),
 ) -> None:
     """List runs, newest first, with status and digests."""
     with cli_errors():
-        _check_format(fmt, ("table", "json"))
+        check_format(fmt, ("table", "json"))
         from worldforge.workspace import list_runs
 
         rows = list_runs(_workspace(workspace_dir), kind=kind)
@@ -92,11 +85,11 @@ def list_cmd(
 def show_cmd(
     run_id: str = typer.Argument(..., help="Run id, unique prefix, or run directory."),
     workspace_dir: Path | None = _WS_OPT,
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: str = format_option("text", ("text", "json")),
 ) -> None:
     """Show a run's manifest: status, digests, inputs, datasets and artifacts."""
     with cli_errors():
-        _check_format(fmt, ("text", "json"))
+        check_format(fmt, ("text", "json"))
         from worldforge.workspace import load_manifest, resolve_run_dir
         from worldforge.workspace.store import run_summary
 
@@ -182,12 +175,12 @@ def diff_cmd(
     run_a: str = typer.Argument(..., help="Baseline run id or directory."),
     run_b: str = typer.Argument(..., help="Candidate run id or directory."),
     workspace_dir: Path | None = _WS_OPT,
-    fmt: str = typer.Option("text", "--format", help="text, json or md."),
+    fmt: str = format_option("text", ("text", "json", "md")),
     show_all: bool = typer.Option(False, "--all", help="Also list unchanged entries."),
 ) -> None:
     """Compare two runs with reason codes; exit 0 when result digests are equal, 1 when they differ."""
     with cli_errors():
-        _check_format(fmt, ("text", "json", "md"))
+        check_format(fmt, ("text", "json", "md"))
         from worldforge.workspace import diff_runs, resolve_run_dir
 
         ws = _workspace(workspace_dir)
@@ -203,11 +196,11 @@ def diff_cmd(
 def verify_cmd(
     target: str = typer.Argument(..., help="Run id, run directory, bundle directory or bundle zip."),
     workspace_dir: Path | None = _WS_OPT,
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: str = format_option("text", ("text", "json")),
 ) -> None:
     """Recompute artifact, input and result digests and the event chain offline; exit 1 on any mismatch."""
     with cli_errors():
-        _check_format(fmt, ("text", "json"))
+        check_format(fmt, ("text", "json"))
         import zipfile
 
         from worldforge.evidence.bundle import verify_target
@@ -346,11 +339,11 @@ def prune_cmd(
     kinds: list[str] = typer.Option([], "--kind", help="Only consider runs of this kind (repeatable)."),
     young_hours: float | None = typer.Option(None, "--min-age-hours", help="Safety window for young runs."),
     apply: bool = typer.Option(False, "--apply", help="Delete for real (default: dry run)."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: str = format_option("table", ("table", "json")),
 ) -> None:
     """Plan (and with --apply, perform) deletion of old runs inside DIR/runs only."""
     with cli_errors():
-        _check_format(fmt, ("table", "json"))
+        check_format(fmt, ("table", "json"))
         from worldforge.config import load_config
         from worldforge.workspace import apply_prune, plan_prune
 
@@ -386,11 +379,11 @@ def bundle_cmd(
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output directory."),
     make_zip: bool = typer.Option(False, "--zip", help="Also write a byte-reproducible <output>.zip."),
-    fmt: str = typer.Option("md", "--format", help="md (prints issue.md) or json."),
+    fmt: str = format_option("md", ("md", "json")),
 ) -> None:
     """Write an issue-ready evidence bundle for one run (sanitized copies, manifest, summary, issue.md)."""
     with cli_errors():
-        _check_format(fmt, ("md", "json"))
+        check_format(fmt, ("md", "json"))
         from worldforge.evidence.bundle import build_bundle
         from worldforge.workspace import resolve_run_dir
 

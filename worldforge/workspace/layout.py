@@ -46,21 +46,6 @@ def read_invocation(run_dir: Path) -> tuple[list[str], Path] | None:
     return (argv, cwd) if cwd.is_absolute() else None
 
 
-def cwd_relative(path: str | Path) -> str | None:
-    """``path`` relative to the current directory (``.`` for the directory itself), or ``None`` when
-    it lies elsewhere. Lossless, so a command given the result still finds the same file."""
-    try:
-        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return None
-
-
-def portable_path(path: str | Path) -> str:
-    """A path safe to record: relative to the current directory when inside it, else ``<external>/name``."""
-    relative = cwd_relative(path)
-    return relative if relative is not None else f"<external>/{Path(path).resolve().name}"
-
-
 def safe_relpath(relpath: str) -> str:
     """Validate a run-relative artifact path (no absolute paths, ``..``, backslashes or reserved names)."""
     if not isinstance(relpath, str) or not relpath or "\\" in relpath or relpath.startswith("/"):
@@ -172,12 +157,10 @@ __all__ = [
     "STATUSES",
     "RunLock",
     "compute_input_digest",
-    "cwd_relative",
     "dataset_ref_digest",
     "item_filename",
     "items_digest",
     "load_manifest",
-    "portable_path",
     "read_invocation",
     "safe_relpath",
 ]

@@ -33,6 +33,7 @@ from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_n
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, require_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_json
+from worldforge.core.paths import portable_path
 from worldforge.core.redact import sanitize_argv, sanitize_text, sanitize_value
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.workspace.environment import environment_summary
@@ -52,7 +53,6 @@ from worldforge.workspace.layout import (
     item_filename,
     items_digest,
     load_manifest,
-    portable_path,
     safe_relpath,
 )
 
@@ -497,8 +497,30 @@ def start_run(
         run._close()
 
 
+@contextlib.contextmanager
+def optional_run(
+    workspace_dir: str | Path | None,
+    kind: str,
+    argv: list[str],
+    config: dict[str, Any],
+    resume_run_id: str | None = None,
+) -> Iterator[Run | None]:
+    """:func:`start_run` when a workspace is given, else ``None`` (commands without ``--run-workspace``).
+
+    Resuming needs a workspace: ``--resume-run`` without one is a usage error, not a silent new run.
+    """
+    if workspace_dir is None:
+        if resume_run_id:
+            raise WorldForgeError("--resume-run needs --run-workspace.")
+        yield None
+        return
+    with start_run(workspace_dir, kind=kind, argv=argv, config=config, resume_run_id=resume_run_id) as run:
+        yield run
+
+
 __all__ = [
     "Run",
     "RunInterrupted",
+    "optional_run",
     "start_run",
 ]
