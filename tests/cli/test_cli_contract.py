@@ -132,11 +132,13 @@ def test_verify_says_a_damaged_zip_is_damaged(tmp_path: Path) -> None:
 
 def test_resume_reports_the_resumed_commands_exit_code() -> None:
     from worldforge.cli.runs_cmd import _invoke
+    from worldforge.workspace.resume import ResumePlan, resume_args
 
     # the resumed command fails validation: resume must not turn that into success
-    assert (
-        _invoke(["worldforge", "eval", "--suite", "no-such-suite"], "20990101T000000.000Z-000000000000") == 2
-    )
+    run_id = "20990101T000000.000Z-000000000000"
+    argv = ["worldforge", "eval", "--suite", "no-such-suite"]
+    plan = ResumePlan(run_dir=Path(run_id), program=argv[0], args=resume_args(argv, run_id), cwd=None)
+    assert _invoke(plan) == 2
 
 
 def test_unknown_or_unavailable_classifier_device() -> None:

@@ -236,37 +236,21 @@ def verify_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
-def _strip_resume(args: list[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg == "--resume-run":
-            skip = True
-            continue
-        if arg.startswith("--resume-run="):
-            continue
-        out.append(arg)
-    return out
-
-
-def _invoke(argv: list[str], run_id: str) -> int:
-    """Re-run ``argv`` in this process with ``--resume-run`` appended; returns the exit code.
+def _invoke(plan: Any) -> int:
+    """Run a :class:`~worldforge.workspace.resume.ResumePlan` in this process; returns the exit code.
 
     typer ships its own copy of click, so its exceptions are not ``click``'s: exits and usage
     errors are recognised by ``typer.Exit`` and by shape (``exit_code`` + ``show``).
     """
-    args = [*_strip_resume(argv[1:]), "--resume-run", run_id]
+    args = list(plan.args)
     saved = sys.argv
-    sys.argv = [argv[0], *args]
+    sys.argv = [plan.program, *args]
     try:
-        if argv[0].endswith(".py"):
+        if plan.is_script:
             import runpy
 
             try:
-                runpy.run_path(argv[0], run_name="__main__")
+                runpy.run_path(plan.program, run_name="__main__")
             except SystemExit as exc:
                 return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             return 0
@@ -300,30 +284,14 @@ def resume_cmd(
 ) -> None:
     """Continue an interrupted or failed run in place, reusing completed items whose inputs still match."""
     with cli_errors():
-        from worldforge.core.errors import WorldForgeError
-        from worldforge.workspace import effective_status, load_manifest, resolve_run_dir
-        from worldforge.workspace.layout import read_invocation
+        from worldforge.workspace.resume import plan_resume
 
-        run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
-        manifest = load_manifest(run_dir)
-        status = effective_status(run_dir, manifest)
-        if status not in ("interrupted", "failed"):
-            raise WorldForgeError(
-                f"resume {run_dir.name}: status is {status!r}; only interrupted or failed runs resume."
-            )
-        invocation = read_invocation(run_dir)
-        cwd: Path | None = None
-        if invocation is not None:
-            argv, cwd = invocation
-        else:
-            argv = list(manifest.get("argv") or [])
-        if len(argv) < 2:
-            raise WorldForgeError(f"resume {run_dir.name}: the run recorded no command to re-invoke.")
+        plan = plan_resume(_workspace(workspace_dir), run_id)
         previous = os.getcwd()
-        if cwd is not None and cwd.is_dir():
-            os.chdir(cwd)
+        if plan.cwd is not None:
+            os.chdir(plan.cwd)
         try:
-            code = _invoke(argv, run_dir.name)
+            code = _invoke(plan)
         finally:
             os.chdir(previous)
     raise typer.Exit(code)
