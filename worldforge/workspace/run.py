@@ -40,13 +40,11 @@ from worldforge.workspace.environment import environment_summary
 from worldforge.workspace.eventlog import EventLog, read_chain
 from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
 from worldforge.workspace.layout import (
-    DIGEST_RECIPE,
     EVENTS_NAME,
     INVOCATION_PATH,
     MANIFEST_NAME,
     RESERVED_EVENTS,
     RESULT_PATH,
-    SCHEMA_VERSION,
     RunLock,
     compute_input_digest,
     dataset_ref_digest,
@@ -55,6 +53,7 @@ from worldforge.workspace.layout import (
     load_manifest,
     safe_relpath,
 )
+from worldforge.workspace.records import ItemFile, ItemsSummary, RunError, RunManifest
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -72,19 +71,19 @@ def _sanitize_argv(argv: list[str]) -> list[str]:
 class Run:
     """A run being written. Obtain one from :func:`start_run`; see the module docstring."""
 
-    def __init__(self, workspace_dir: Path, run_dir: Path, manifest: dict[str, Any], lock: RunLock) -> None:
+    def __init__(self, workspace_dir: Path, run_dir: Path, manifest: RunManifest, lock: RunLock) -> None:
         self.workspace_dir = workspace_dir
         self.dir = run_dir
-        self.run_id: str = manifest["run_id"]
-        self.kind: str = manifest["kind"]
+        self.run_id: str = manifest.run_id
+        self.kind: str = manifest.kind
         self._manifest = manifest
         self._lock = lock
         self._mutex = threading.RLock()
-        self._inputs: dict[str, dict[str, Any]] = {e["name"]: e for e in manifest.get("inputs", [])}
+        self._inputs: dict[str, dict[str, Any]] = {e["name"]: e for e in manifest.inputs}
         self._datasets: dict[str, dict[str, Any]] = {
-            dataset_ref_digest(r): r for r in manifest.get("dataset_manifests", [])
+            dataset_ref_digest(r): r for r in manifest.dataset_manifests
         }
-        self._artifacts: dict[str, dict[str, Any]] = {a["path"]: a for a in manifest.get("artifacts", [])}
+        self._artifacts: dict[str, dict[str, Any]] = {a["path"]: a for a in manifest.artifacts or []}
         self._items: dict[str, dict[str, Any]] = {}
         self._recorded_inputs: dict[str, str] | None = None
         self._recorded_datasets: set[str] | None = None
@@ -94,30 +93,36 @@ class Run:
     # ------------------------------------------------------------------ manifest
     @property
     def manifest(self) -> dict[str, Any]:
-        return dict(self._manifest)
+        """The manifest as written to ``run_manifest.json`` (a copy)."""
+        return self._manifest.to_dict()
+
+    @property
+    def record(self) -> RunManifest:
+        """The manifest as its typed model (a copy)."""
+        return RunManifest.from_dict(self._manifest.to_dict())
 
     @property
     def status(self) -> str:
-        return str(self._manifest["status"])
+        return self._manifest.status
 
     @property
     def input_digest(self) -> str:
         return compute_input_digest(
-            self.kind, self._manifest["config"], list(self._inputs.values()), list(self._datasets.values())
+            self.kind, self._manifest.config, list(self._inputs.values()), list(self._datasets.values())
         )
 
     def _write_manifest(self) -> None:
         with self._mutex:
             m = self._manifest
-            m["inputs"] = [self._inputs[k] for k in sorted(self._inputs)]
-            m["dataset_manifests"] = [self._datasets[k] for k in sorted(self._datasets)]
-            m["input_digest"] = self.input_digest
-            m["artifacts"] = [self._artifacts[k] for k in sorted(self._artifacts)]
-            m["items"] = {"count": len(self._items), "digest": items_digest(self._items)}
-            m["event_count"] = self.log.count
-            m["event_chain_head"] = self.log.head
-            m["updated_at"] = utc_now_iso()
-            atomic_write_json(self.dir / MANIFEST_NAME, m)
+            m.inputs = [self._inputs[k] for k in sorted(self._inputs)]
+            m.dataset_manifests = [self._datasets[k] for k in sorted(self._datasets)]
+            m.input_digest = self.input_digest
+            m.artifacts = [self._artifacts[k] for k in sorted(self._artifacts)]
+            m.items = ItemsSummary(count=len(self._items), digest=items_digest(self._items))
+            m.event_count = self.log.count
+            m.event_chain_head = self.log.head
+            m.updated_at = utc_now_iso()
+            atomic_write_json(self.dir / MANIFEST_NAME, m.to_dict())
 
     # ------------------------------------------------------------------ inputs
     def _set_input(self, entry: dict[str, Any]) -> None:
@@ -222,14 +227,7 @@ class Run:
         ensure_json_native(record, f"item {item_id}")
         record_digest = digest_payload(record)
         relpath = item_filename(item_id)
-        body = pretty_json(
-            {
-                "item_id": item_id,
-                "input_digest": input_digest,
-                "record": record,
-                "record_digest": record_digest,
-            }
-        ).encode("utf-8")
+        body = pretty_json(ItemFile(item_id, input_digest, record, record_digest).to_dict()).encode("utf-8")
         with self._mutex:
             atomic_write_bytes(self.dir / relpath, body)
             entry = {
@@ -280,12 +278,12 @@ class Run:
         self.write_artifact(RESULT_PATH, pretty_json(payload), "application/json")
         with self._mutex:
             m = self._manifest
-            m["status"] = "completed"
-            m["result_digest"] = result_digest
+            m.status = "completed"
+            m.result_digest = result_digest
             if claim_boundary is not None:
-                m["claim_boundary"] = claim_boundary
-            m["finished_at"] = utc_now_iso()
-            m.pop("error", None)
+                m.claim_boundary = claim_boundary
+            m.finished_at = utc_now_iso()
+            m.error = None
             self.log.append(
                 "run.finished",
                 {
@@ -303,11 +301,11 @@ class Run:
     def _terminate(self, status: str, exc: BaseException) -> None:
         message = sanitize_text(" ".join(str(exc).split()))[:500] or type(exc).__name__
         with self._mutex:
-            error = {"type": type(exc).__name__, "message": message}
-            self._manifest["status"] = status
-            self._manifest["error"] = error
-            self._manifest["finished_at"] = utc_now_iso()
-            self.log.append("run.failed", {"status": status, **error})
+            error = RunError(type=type(exc).__name__, message=message)
+            self._manifest.status = status
+            self._manifest.error = error
+            self._manifest.finished_at = utc_now_iso()
+            self.log.append("run.failed", {"status": status, **error.to_dict()})
             self.finished = True
             self._write_manifest()
 
@@ -325,25 +323,18 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
     env = environment_summary()
     clean_argv = _sanitize_argv(list(argv))
     created = run_id_time(run_id)
-    manifest: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "digest_recipe": DIGEST_RECIPE,
-        "run_id": run_id,
-        "kind": kind,
-        "status": "running",
-        "argv": clean_argv,
-        "command": shlex.join(clean_argv),
-        "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ") if created else utc_now_iso(),
-        "worldforge_version": env["worldforge_version"],
-        "environment": env,
-        "config": config,
-        "config_digest": digest_payload(config),
-        "inputs": [],
-        "dataset_manifests": [],
-        "result_digest": None,
-        "claim_boundary": None,
-        "resume_count": 0,
-    }
+    manifest = RunManifest(
+        run_id=run_id,
+        kind=kind,
+        status="running",
+        argv=clean_argv,
+        command=shlex.join(clean_argv),
+        created_at=created.strftime("%Y-%m-%dT%H:%M:%SZ") if created else utc_now_iso(),
+        worldforge_version=env["worldforge_version"],
+        environment=env,
+        config=config,
+        config_digest=digest_payload(config),
+    )
     # The exact argv and cwd are kept local-only (never bundled) so ``runs resume`` can re-invoke them.
     atomic_write_json(run_dir / INVOCATION_PATH, {"argv": [str(a) for a in argv], "cwd": os.getcwd()})
     run = Run(workspace, run_dir, manifest, lock)
@@ -353,7 +344,7 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
             "run_id": run_id,
             "kind": kind,
             "argv": clean_argv,
-            "config_digest": manifest["config_digest"],
+            "config_digest": manifest.config_digest,
             "worldforge_version": env["worldforge_version"],
         },
     )
@@ -368,16 +359,16 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
         raise WorldForgeError(f"resume {run_id}: no such run under {portable_path(workspace)}/runs.")
     lock = RunLock(run_dir)
     try:
-        manifest = load_manifest(run_dir)
-        previous = manifest.get("status")
+        manifest = RunManifest.from_dict(load_manifest(run_dir), source=f"run {run_id}: {MANIFEST_NAME}")
+        previous = manifest.status
         if previous == "completed":
             raise WorldForgeError(f"resume {run_id}: the run already completed; nothing to resume.")
-        if manifest.get("kind") != kind:
-            raise WorldForgeError(f"resume {run_id}: recorded kind {manifest.get('kind')!r} is not {kind!r}.")
-        if manifest.get("config_digest") != digest_payload(config):
+        if manifest.kind != kind:
+            raise WorldForgeError(f"resume {run_id}: recorded kind {manifest.kind!r} is not {kind!r}.")
+        if manifest.config_digest != digest_payload(config):
             raise WorldForgeError(
                 f"resume {run_id}: the configuration changed since the run started "
-                f"(recorded {manifest.get('config_digest')}, now {digest_payload(config)}); "
+                f"(recorded {manifest.config_digest}, now {digest_payload(config)}); "
                 "start a new run instead."
             )
         run = Run(workspace, run_dir, manifest, lock)
@@ -386,18 +377,18 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
         raise
     for stale in run_dir.rglob(".*.tmp"):  # temp files of atomic writes cut short by a crash
         stale.unlink(missing_ok=True)
-    run._recorded_inputs = {e["name"]: e["digest"] for e in manifest.get("inputs", [])}
-    run._recorded_datasets = {dataset_ref_digest(r) for r in manifest.get("dataset_manifests", [])}
+    run._recorded_inputs = {e["name"]: e["digest"] for e in manifest.inputs}
+    run._recorded_datasets = {dataset_ref_digest(r) for r in manifest.dataset_manifests}
     _rebuild_from_events(run)
     previous_status = "interrupted" if previous == "running" else previous
-    manifest["status"] = "running"
-    manifest["resume_count"] = int(manifest.get("resume_count", 0)) + 1
-    manifest.pop("finished_at", None)
-    manifest.pop("error", None)
+    manifest.status = "running"
+    manifest.resume_count += 1
+    manifest.finished_at = None
+    manifest.error = None
     run.log.append(
         "run.resumed",
         {
-            "attempt": manifest["resume_count"],
+            "attempt": manifest.resume_count,
             "previous_status": previous_status,
             "reused_items": len(run._items),
             "repaired_bytes": run.log.repaired_bytes,
@@ -422,13 +413,13 @@ def _rebuild_from_events(run: Run) -> None:
                 path = run.dir / safe_relpath(payload["path"])
                 if not path.is_file() or digest_file(path) != payload.get("sha256"):
                     continue  # the record did not survive intact: recompute the item
-                body = json.loads(path.read_text(encoding="utf-8"))
-                if digest_payload(body["record"]) != body["record_digest"]:
+                item = ItemFile.from_dict(json.loads(path.read_text(encoding="utf-8")))
+                if digest_payload(item.record) != item.record_digest:
                     continue
                 run._items[payload["item_id"]] = {
-                    "input_digest": body["input_digest"],
-                    "record_digest": body["record_digest"],
-                    "record": body["record"],
+                    "input_digest": item.input_digest,
+                    "record_digest": item.record_digest,
+                    "record": item.record,
                 }
                 run._artifacts[payload["path"]] = {
                     "path": payload["path"],
