@@ -21,10 +21,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
+from worldforge.pcg.sim_cache import PhysicsOutcome
+
+if TYPE_CHECKING:
+    from worldforge.execution import Executor
 
 SKIPPED_DIRS = frozenset({"logs", "result"})
 PHYSICS_STAGES = ("stability", "images")
@@ -258,13 +262,18 @@ def stage_physics(
     trials: int = 1,
     raw_images: bool = False,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> list[StageReport]:
     """``levels/<C>/*.xml`` -> ``stability/<C>.json`` and/or ``images/<C>/<base>.png``.
 
-    One simulation per level feeds both outputs (the physics is deterministic, so a separate image
-    run would give the same poses). ``trials`` is the evaluator's best-of-N stability runs.
+    One simulation per level feeds both outputs, within one call and across calls: every
+    simulation's outcome is kept in the folder's sidecar (:mod:`worldforge.pcg.sim_cache`), so
+    ``stability`` followed by ``images`` simulates each level once. ``trials`` is the evaluator's
+    best-of-N stability runs. ``executor`` runs the levels (default: a local process pool of
+    ``workers``); results are consumed in input order, so outputs do not depend on it.
     """
-    from worldforge.pcg.pipeline import iter_batch
+    from worldforge.execution import auto_chunk, get_executor, ordered_map
+    from worldforge.pcg.sim_cache import PhysicsCache, PhysicsJob, level_key, run_physics_job
 
     progress = progress or NullProgress()
     items = stage_inputs(source, "levels", ".xml")
@@ -276,46 +285,69 @@ def stage_physics(
     log = StageLog(source, names[0] if len(names) == 1 else "physics")
     for r in reports.values():
         r.log_path = log.path
-    texts: list[str] = []
+    cache = PhysicsCache(source)
+    keys: list[str] = []
+    jobs: list[PhysicsJob] = []
     for _, _, path in items:
-        texts.append(path.read_bytes().decode("utf-8", errors="replace"))
+        data = path.read_bytes()
+        key = level_key(data, trials)
+        keys.append(key)
+        xml = data.decode("utf-8", errors="replace")
+        jobs.append(PhysicsJob(xml, trials, render=images, entry=cache.get(key)))
+    # Levels whose stored entry answers everything asked need no worker at all.
+    remote = [i for i, job in enumerate(jobs) if job.entry is None or job.render]
     progress.start(stage_name, len(items))
     per_char: dict[tuple[Path, str], list[tuple[str, float, int, int]]] = {}
     tag_root = source.name or "competition"
+    current: dict[str, dict[str, Any]] = {}
+    own = None
+    if executor is None and len(remote) > 1 and (workers or 2) > 1:
+        executor = own = get_executor("local", workers=workers)
     try:
-        outcomes = iter_batch(texts, kind="xml", workers=workers, trials=trials, render=images)
-        for (team, char, path), outcome in zip(items, outcomes, strict=True):
+        outcomes = iter(
+            ordered_map(
+                executor if len(remote) > 1 else None,
+                run_physics_job,
+                [jobs[i] for i in remote],
+                chunk=auto_chunk(len(remote), executor.parallelism if executor else 1),
+            )
+        )
+        for i, ((team, char, path), job) in enumerate(zip(items, jobs, strict=True)):
+            outcome = next(outcomes) if job.entry is None or job.render else PhysicsOutcome(dict(job.entry))
+            current[keys[i]] = outcome.entry
             rel = _rel(source, path)
             for r in reports.values():
                 r.inputs.append(path)
             key = (team, char)
             per_char.setdefault(key, [])
+            entry = outcome.entry
             if not outcome.ok:
                 for r in reports.values():
                     r.failed += 1
-                    r.failures.append((rel, outcome.error or "failed"))
-                log.write(f"{rel}: Failed - {outcome.error}")
+                    r.failures.append((rel, entry["error"] or "failed"))
+                log.write(f"{rel}: Failed - {entry['error']}")
                 progress(1)
                 continue
+            total, moving = int(entry["total_blocks"]), int(entry["moving_blocks"])
             if stability:
                 tag = f"{tag_root}/{rel}"
-                score = unity_score(outcome.total_blocks, outcome.moving_blocks)
-                per_char[key].append((tag, score, outcome.total_blocks, outcome.moving_blocks))
+                per_char[key].append((tag, unity_score(total, moving), total, moving))
                 reports["stability"].succeeded += 1
             if images and outcome.png is not None:
                 target = team / "images" / char / (path.stem + ".png")
                 if raw_images:
-                    _write_raw_image(
-                        team / "images" / char / (path.stem + "_raw.png"), outcome.xml or "", trials
-                    )
+                    _write_raw_image(team / "images" / char / (path.stem + "_raw.png"), job.xml, trials)
                 atomic_write_bytes(target, outcome.png)
                 reports["images"].succeeded += 1
                 reports["images"].outputs.append(target)
-            counts = f"{outcome.moving_blocks}/{outcome.total_blocks} moving, {outcome.destroyed_blocks} dead"
-            log.write(f"{rel}: Succeeded - stability {outcome.stability} ({counts})")
+            counts = f"{moving}/{total} moving, {entry['destroyed_blocks']} dead"
+            log.write(f"{rel}: Succeeded - stability {entry['stability']} ({counts})")
             progress(1)
+        cache.save(current)
     finally:
         log.close()
+        if own is not None:
+            own.shutdown()
     if stability:
         for (team, char), entries in per_char.items():
             target = team / "stability" / f"{char}.json"
@@ -338,11 +370,22 @@ def _write_raw_image(target: Path, xml: str, trials: int) -> None:
 
 
 def stage_stability(
-    source: Path, *, workers: int | None = None, trials: int = 1, progress: Progress | None = None
+    source: Path,
+    *,
+    workers: int | None = None,
+    trials: int = 1,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> StageReport:
     """Stability stage only."""
     return stage_physics(
-        source, stability=True, images=False, workers=workers, trials=trials, progress=progress
+        source,
+        stability=True,
+        images=False,
+        workers=workers,
+        trials=trials,
+        progress=progress,
+        executor=executor,
     )[0]
 
 
@@ -353,6 +396,7 @@ def stage_images(
     trials: int = 1,
     raw_images: bool = False,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> StageReport:
     """Image stage only."""
     return stage_physics(
@@ -363,6 +407,7 @@ def stage_images(
         trials=trials,
         raw_images=raw_images,
         progress=progress,
+        executor=executor,
     )[0]
 
 
