@@ -20,7 +20,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ from worldforge.evaluation.science_birds_stages import (
     thumbnail_data_uri,
 )
 from worldforge.gateway.upstream import policy_temperature
+from worldforge.pcg.classifier_prep import PreparedPng
 from worldforge.pcg.programs import PromptProgram
 from worldforge.providers.ollama import (
     TRIAL_TIME_LIMIT_S,
@@ -186,6 +187,19 @@ class ItemRunner:
         #: Level images by artifact path when there is no run workspace to write them to.
         self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
+        self._prep: Any = None
+        self._prep_known = False
+
+    def prep_spec(self) -> Any:
+        """The classifier's input shortcut for the renders, handed to the level workers so they
+        prepare the classifier input from the in-memory image (``None``: the PNG is read here)."""
+        if not self._prep_known:
+            from worldforge.pcg.render import IMAGE_SIZE
+
+            spec = getattr(self.classifier, "prep_spec", None)
+            self._prep = spec(4, (IMAGE_SIZE, IMAGE_SIZE)) if callable(spec) else None
+            self._prep_known = True
+        return self._prep
 
     @property
     def cohort_digest(self) -> str:
@@ -307,8 +321,9 @@ class ItemRunner:
         t0 = time.perf_counter()
         generated = [self._generate(key, seed) for key, seed, _ in chunk]
         self.state.add("generate", time.perf_counter() - t0)
+        prep = self.prep_spec()
         jobs = [
-            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()))
+            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()), prep)
             for (key, _, _), gen in zip(chunk, generated, strict=True)
             if gen.get("error") is None
         ]
@@ -333,7 +348,7 @@ class ItemRunner:
         pngs: dict[str, bytes] = {
             iid: base64.b64decode(o["png_b64"]) for iid, o in by_id.items() if o.get("png_b64")
         }
-        vectors = self._classify(pngs)
+        vectors = self._classify(pngs, {iid: o["prepared"] for iid, o in by_id.items() if "prepared" in o})
         self.state.add("classify", time.perf_counter() - t0)
 
         t0 = time.perf_counter()
@@ -437,7 +452,10 @@ class ItemRunner:
             self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
-    def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
+    def _classify(
+        self, pngs: Mapping[str, bytes], prepared: Mapping[str, Any]
+    ) -> dict[str, tuple[list[float], list[float]]]:
+        """Vectors per item (cached by PNG digest); ``prepared`` inputs skip decoding the PNG."""
         result: dict[str, tuple[list[float], list[float]]] = {}
         missing: list[tuple[str, str]] = []
         want_embedding = self.config.diversity_vector == "embedding"
@@ -450,7 +468,11 @@ class ItemRunner:
             else:
                 missing.append((iid, key))
         if missing:
-            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing], want_embedding)
+            inputs = [
+                PreparedPng(pngs[iid], prepared[iid]) if iid in prepared else pngs[iid] for iid, _ in missing
+            ]
+            with _torch_threads(1 if self.config.workers > 1 else None):
+                vectors = self.classifier.classify(inputs, want_embedding)
             for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
                 result[iid] = (softmax, embedding)
                 self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
@@ -526,6 +548,26 @@ class ItemRunner:
         record["sim"] = float(softmax[LETTERS.index(key.letter)])
         record.update(status="ok", failed_stage=None, error=None)
         return record
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int | None) -> Iterator[None]:
+    """torch on ``count`` threads for the block (``None``: unchanged).
+
+    While the level workers keep every core busy, a second torch thread only spins against them
+    (OpenMP busy-waits): one thread classifies several times faster then. The model's outputs do
+    not depend on the thread count (``tests/test_classifier_prep.py`` checks it on the bundled one).
+    """
+    torch = sys.modules.get("torch")
+    if count is None or torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:

@@ -302,6 +302,7 @@ def stage_physics(
     current: dict[str, dict[str, Any]] = {}
     own = None
     if executor is None and len(remote) > 1 and (workers or 2) > 1:
+        _preload(images, any(jobs[i].entry is None for i in remote))
         executor = own = get_executor("local", workers=workers)
     try:
         outcomes = iter(
@@ -354,6 +355,19 @@ def stage_physics(
             atomic_write_text(target, stability_json(entries))
             reports["stability"].outputs.append(target)
     return [reports[n] for n in names]
+
+
+def _preload(images: bool, simulate: bool) -> None:
+    """Import (and warm) here what the level workers need: forked workers inherit it, so Box2D,
+    numpy and the PNG encoder's tables are set up once, not once per worker."""
+    if simulate:
+        import Box2D  # noqa: F401
+    if images:
+        import numpy as np
+
+        from worldforge.pcg.render import IMAGE_SIZE, encode_png
+
+        encode_png(np.full((IMAGE_SIZE, IMAGE_SIZE, 4), 255, dtype=np.uint8))
 
 
 def _write_raw_image(target: Path, xml: str, trials: int) -> None:

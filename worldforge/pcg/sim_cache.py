@@ -25,7 +25,7 @@ from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.errors import StageError, WorldForgeError
-from worldforge.core.io import atomic_write_text
+from worldforge.core.io import atomic_write_bytes
 
 CACHE_DIR = ".worldforge-cache"
 CACHE_FILE = "physics.json"
@@ -163,7 +163,8 @@ class PhysicsCache:
     def save(self, current: Mapping[str, Mapping[str, Any]]) -> None:
         """Keep the entries of the folder's current levels only (the sidecar never outgrows it)."""
         payload = {"format": FORMAT, "entries": dict(current)}
-        atomic_write_text(self.path, json.dumps(payload, separators=(",", ":")))
+        # Not fsynced: a sidecar an operating-system crash damaged does not parse and is rebuilt.
+        atomic_write_bytes(self.path, json.dumps(payload, separators=(",", ":")).encode(), durable=False)
 
 
 __all__ = [
