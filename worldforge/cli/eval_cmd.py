@@ -47,6 +47,8 @@ def _typed_options(
     ollama_host: str | None,
     seed: int | None,
     openai_base_url: str | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
     from worldforge.core.errors import WorldForgeError
@@ -63,6 +65,8 @@ def _typed_options(
         ("ollama_host", ollama_host),
         ("openai_base_url", openai_base_url),
         ("seed", seed),
+        ("executor", executor),
+        ("ray_address", ray_address),
     ):
         if value is not None:
             if isinstance(value, str) and not value.strip():
@@ -223,6 +227,12 @@ def eval_command(
         "--openai-base-url",
         help="science-birds: OpenAI-compatible server URL for openai:MODEL, e.g. http://127.0.0.1:11434/v1.",
     ),
+    executor: str | None = typer.Option(
+        None, "--executor", help="science-birds: where level stages run: local (default) or ray."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="science-birds: Ray cluster address (default: RAY_ADDRESS)."
+    ),
     replay: str | None = typer.Option(
         None,
         "--replay",
@@ -252,6 +262,8 @@ def eval_command(
             ollama_host,
             seed,
             openai_base_url,
+            executor,
+            ray_address,
         )
         options = _cwd_relative_paths(typed)
         workspace = run_workspace if run_workspace is not None else _default_workspace()

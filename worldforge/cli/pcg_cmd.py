@@ -292,6 +292,7 @@ def _run_stage(
             trials=opts["physics_trials"],
             raw_images=opts["raw_images"],
             progress=progress,
+            executor=opts.get("executor"),
         )
         return [r.to_dict() for r in reports]
     import importlib
@@ -439,6 +440,12 @@ def stage_cmd(
         "--zero-shot",
         help="score, all: the zero-shot baseline the winner is compared with (default: baseline_zero_shot).",
     ),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where levels are simulated: local (process pool) or ray (a Ray cluster)."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a private local cluster)."
+    ),
     run_workspace: Path | None = _WORKSPACE_OPT,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
@@ -467,7 +474,10 @@ def stage_cmd(
         if stage == "all":  # one simulation per level feeds both physics stages
             plan = ["extract", "convert", "physics", "similarity", "diversity", "score"]
         config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
-        with _run_context(run_workspace, "pcg-stage", config, resume_run) as run:
+        with _stage_executor(executor, ray_address, workers) as pool, _run_context(
+            run_workspace, "pcg-stage", config, resume_run
+        ) as run:
+            opts["executor"] = pool
             results: list[dict[str, Any]] = []
             if run is not None:  # the folder's state before the stage: every file's digest
                 run.add_input_value("source-files", _stage_outputs(source))
@@ -493,6 +503,28 @@ def stage_cmd(
                         file=sys.stderr,
                     )
             _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
+
+
+@contextlib.contextmanager
+def _stage_executor(name: str, address: str | None, workers: int | None) -> Iterator[Any]:
+    """``None`` for ``local`` (each stage starts its own pool), a connected Ray executor for ``ray``.
+
+    Neither enters the run config: where levels run does not change a single output byte."""
+    from worldforge.core.errors import WorldForgeError
+    from worldforge.execution import EXECUTORS, get_executor
+
+    if name not in EXECUTORS:
+        raise WorldForgeError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}.")
+    if name == "local":
+        if address:
+            raise WorldForgeError("--ray-address needs --executor ray.")
+        yield None
+        return
+    pool = get_executor(name, address=address, workers=workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown()
 
 
 def _stage_outputs(source: Path) -> dict[str, str]:

@@ -328,6 +328,8 @@ class ItemRunner:
             if gen.get("error") is None
         ]
         root = str(self.cache.root) if self.cache.root is not None else None
+        if getattr(executor, "name", "local") != "local":
+            root = None  # remote workers never write to this machine's disk; the driver does
         if executor is not None and len(jobs) > 1:
             return _ChunkWork(
                 chunk, generated, [executor.submit(_worker_stages, job, root) for job in jobs], []
@@ -342,6 +344,11 @@ class ItemRunner:
         t0 = time.perf_counter()
         outcomes = work.outcomes or [future.result() for future in work.futures]
         by_id = {o["item_id"]: o for o in outcomes}
+        if self.run is not None:  # which machine ran which item: informational, outside digests
+            for future, outcome in zip(work.futures, outcomes, strict=False):
+                node = getattr(future, "node", None)
+                if node is not None:
+                    self.run.emit("item.node", {"item_id": outcome["item_id"], "node": node})
         self.state.add("level_stages_wait", time.perf_counter() - t0)
 
         t0 = time.perf_counter()
