@@ -48,7 +48,9 @@ def test_worldforge_never_imports_ray_unasked() -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass\nassert 'ray' not in sys.modules\n"
     )
     subprocess.run(
-        [sys.executable, "-c", help_code], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [sys.executable, "-c", help_code],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
     )
 

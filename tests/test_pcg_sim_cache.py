@@ -11,9 +11,9 @@ import pytest
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg import folder, physics
+from worldforge.pcg.convert import convert
 from worldforge.pcg.folder import stability_json, unity_score
 from worldforge.pcg.glyphs import letter_program
-from worldforge.pcg.convert import convert
 from worldforge.pcg.render import render_png
 from worldforge.pcg.sim_cache import CACHE_DIR, PhysicsCache, level_key
 
@@ -66,7 +66,9 @@ def official_files(src: Path) -> dict[str, bytes]:
     return {
         p.relative_to(src).as_posix(): p.read_bytes()
         for p in sorted(src.rglob("*"))
-        if p.is_file() and p.parts[len(src.parts)] not in ("logs", CACHE_DIR) and "/levels/" not in p.as_posix()
+        if p.is_file()
+        and p.parts[len(src.parts)] not in ("logs", CACHE_DIR)
+        and "/levels/" not in p.as_posix()
     }
 
 

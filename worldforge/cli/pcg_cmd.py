@@ -444,7 +444,9 @@ def stage_cmd(
         "local", "--executor", help="Where levels are simulated: local (process pool) or ray (a Ray cluster)."
     ),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a private local cluster)."
+        None,
+        "--ray-address",
+        help="Ray cluster address (default: RAY_ADDRESS, else a private local cluster).",
     ),
     run_workspace: Path | None = _WORKSPACE_OPT,
     resume_run: str | None = _RESUME_OPT,
@@ -474,9 +476,10 @@ def stage_cmd(
         if stage == "all":  # one simulation per level feeds both physics stages
             plan = ["extract", "convert", "physics", "similarity", "diversity", "score"]
         config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
-        with _stage_executor(executor, ray_address, workers) as pool, _run_context(
-            run_workspace, "pcg-stage", config, resume_run
-        ) as run:
+        with (
+            _stage_executor(executor, ray_address, workers) as pool,
+            _run_context(run_workspace, "pcg-stage", config, resume_run) as run,
+        ):
             opts["executor"] = pool
             results: list[dict[str, Any]] = []
             if run is not None:  # the folder's state before the stage: every file's digest

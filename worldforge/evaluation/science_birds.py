@@ -10,7 +10,8 @@ Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("scien
 options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
 (default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
 ``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
-``ollama_host``, ``openai_base_url``, ``executor`` (local|ray) and ``ray_address``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
+``ollama_host``, ``openai_base_url``, ``executor`` (local|ray), ``ray_address``,
+``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
 ``replay`` (a recorded run directory or :class:`~worldforge.gateway.ReplaySource`: answer every
 request from its exchanges) and ``gateway`` (``False`` calls the providers directly, unrecorded;
 kept for benchmarking the gateway's cost).

@@ -91,7 +91,9 @@ class RayExecutor:
             try:
                 ray.init(**kwargs)
             except ConnectionError as exc:
-                raise WorldForgeError(f"--ray-address {address}: cannot connect to a Ray cluster ({exc}).") from None
+                raise WorldForgeError(
+                    f"--ray-address {address}: cannot connect to a Ray cluster ({exc})."
+                ) from None
         self._remote = ray.remote(max_retries=TASK_RETRIES, num_cpus=1)(_run_unit)
         self.nodes: dict[str, int] = {}
 

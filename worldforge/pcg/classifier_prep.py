@@ -44,7 +44,9 @@ class PreparedPng(bytes):
         return obj
 
 
-def shortcut_values(rows: Any, size: tuple[int, int], resample: int, table: Any, uniform: bool, split: bool) -> Any:
+def shortcut_values(
+    rows: Any, size: tuple[int, int], resample: int, table: Any, uniform: bool, split: bool
+) -> Any:
     """float32 pixel values of ``rows`` via resize + value table: ``(h, w, 3)``, or ``(h, w)``
     when all three channels hold the same values (a grey image and a uniform table)."""
     import numpy as np
@@ -61,8 +63,8 @@ def shortcut_values(rows: Any, size: tuple[int, int], resample: int, table: Any,
 
 
 def prepare_pixels(pixels: Any, spec: PrepSpec) -> Any | None:
-    """The model's pixel values (float32 ``(h, w, 3)`` or ``(h, w)``) of an ``(h, w, c)`` uint8 image, or ``None`` when ``spec`` was not
-    verified for its layout (the classifier then reads the PNG as before)."""
+    """The model's pixel values (float32 ``(h, w, 3)`` or ``(h, w)``) of an ``(h, w, c)`` uint8
+    image, or ``None`` when ``spec`` was not verified for its layout (the PNG is read instead)."""
     from worldforge.pcg.classifier_input import rows_from_array
 
     height, width = int(pixels.shape[0]), int(pixels.shape[1])

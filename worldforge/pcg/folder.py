@@ -290,10 +290,9 @@ def stage_physics(
     jobs: list[PhysicsJob] = []
     for _, _, path in items:
         data = path.read_bytes()
-        key = level_key(data, trials)
-        keys.append(key)
+        keys.append(level_key(data, trials))
         xml = data.decode("utf-8", errors="replace")
-        jobs.append(PhysicsJob(xml, trials, render=images, entry=cache.get(key)))
+        jobs.append(PhysicsJob(xml, trials, render=images, entry=cache.get(keys[-1])))
     # Levels whose stored entry answers everything asked need no worker at all.
     remote = [i for i, job in enumerate(jobs) if job.entry is None or job.render]
     progress.start(stage_name, len(items))
@@ -319,8 +318,8 @@ def stage_physics(
             rel = _rel(source, path)
             for r in reports.values():
                 r.inputs.append(path)
-            key = (team, char)
-            per_char.setdefault(key, [])
+            group = (team, char)
+            per_char.setdefault(group, [])
             entry = outcome.entry
             if not outcome.ok:
                 for r in reports.values():
@@ -332,7 +331,7 @@ def stage_physics(
             total, moving = int(entry["total_blocks"]), int(entry["moving_blocks"])
             if stability:
                 tag = f"{tag_root}/{rel}"
-                per_char[key].append((tag, unity_score(total, moving), total, moving))
+                per_char[group].append((tag, unity_score(total, moving), total, moving))
                 reports["stability"].succeeded += 1
             if images and outcome.png is not None:
                 target = team / "images" / char / (path.stem + ".png")
