@@ -62,13 +62,18 @@ class LocalRayCluster:
             start_new_session=True,
         )
 
-    def start(self, timeout: float = 120.0) -> LocalRayCluster:
+    def start(self, timeout: float = 120.0, *, workers: bool = True) -> LocalRayCluster:
         self.head = self._node(
             "--head", "--port", str(self.port), "--include-dashboard=false", "--temp-dir", str(self.temp)
         )
         self._wait_port(timeout)
-        self.worker = self._node("--address", self.address)
+        if workers:
+            self.add_worker()
         return self
+
+    def add_worker(self) -> None:
+        """Start the second node (joins the head)."""
+        self.worker = self._node("--address", self.address)
 
     def _wait_port(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -176,7 +176,10 @@ def test_killing_a_worker_node_mid_run_changes_nothing(
                 cluster.kill_worker()
 
     progress = KillAfter()
-    folder.stage_physics(src, executor=ray_executor, progress=progress)
+    try:
+        folder.stage_physics(src, executor=ray_executor, progress=progress)
+    finally:
+        cluster.add_worker()  # later tests on this cluster get their second node back
     assert progress.done == 160
     assert len(progress.nodes_before) == 2, "both nodes should have run levels before the kill"
     assert _outputs(src) == _outputs(expected_src)

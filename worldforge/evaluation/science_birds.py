@@ -375,6 +375,7 @@ CLI_OPTION_KEYS = (
     "openai_base_url",
     "executor",
     "ray_address",
+    "max_connections",
 )
 
 

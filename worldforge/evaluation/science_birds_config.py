@@ -100,9 +100,9 @@ class SuiteConfig:
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
         if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
-            from worldforge.providers.openai_settings import check_base_url
+            from worldforge.providers.openai_settings import check_base_urls
 
-            check_base_url(str(opts["openai_base_url"]))
+            check_base_urls(opts["openai_base_url"])
         cache = opts.get("cache_dir")
         return cls(
             programs=tuple(resolve_programs(programs)),
