@@ -4,7 +4,7 @@ nodes from the measured serial fraction.
 
 A real cluster is started on the loopback interface (``ray start --head`` and, for the second
 measurement, a second node process; one CPU each), exactly as the tests do, and stopped at the
-end. Work units are the folder stages' units (:func:`worldforge.pcg.sim_cache.run_physics_job`),
+end. Work units are the folder stages' units (:func:`worldforge.pcg.sim.cache.run_physics_job`),
 sent through :func:`worldforge.execution.ordered_map` in chunks, as ``pcg stage --executor ray``
 sends them. Every configuration is warmed up (workers import Box2D and numpy once) and measured
 ``--repeats`` times; medians are reported, with the load average before each run, since other work
@@ -35,11 +35,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def _corpus(levels: int) -> list[str]:
-    from worldforge.pcg.convert import convert
+    from worldforge.pcg.levels.convert import convert
 
     spec = importlib.util.spec_from_file_location("bench_pcg", ROOT / "scripts" / "bench_pcg.py")
     assert spec is not None and spec.loader is not None
@@ -54,7 +53,7 @@ def _noop(value: int) -> int:
 
 def _timed(executor: Any, jobs: list[Any], chunk: int) -> tuple[float, list[Any]]:
     from worldforge.execution import ordered_map
-    from worldforge.pcg.sim_cache import run_physics_job
+    from worldforge.pcg.sim.cache import run_physics_job
 
     t0 = time.perf_counter()
     results = list(ordered_map(executor, run_physics_job, jobs, chunk=chunk))
@@ -74,12 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import ray
-    from ray_cluster import LocalRayCluster
 
+    from tests.ray_cluster import LocalRayCluster
     from worldforge.core.digests import digest_payload
     from worldforge.core.io import atomic_write_text
-    from worldforge.execution import auto_chunk, get_executor, ordered_map
-    from worldforge.pcg.sim_cache import PhysicsJob, run_physics_job
+    from worldforge.execution import auto_chunk, create_executor, ordered_map
+    from worldforge.pcg.sim.cache import PhysicsJob, run_physics_job
 
     jobs = [PhysicsJob(xml, 1, render=True) for xml in _corpus(args.levels)]
     n = len(jobs)
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         for nodes in (1, 2):
             if nodes == 2:
                 cluster.add_worker()
-            executor = get_executor("ray", address=cluster.address)
+            executor = create_executor("ray", nodes, address=cluster.address)
             try:
                 cluster.wait_cpus(ray, nodes)
                 chunk = args.chunk or auto_chunk(n, nodes)

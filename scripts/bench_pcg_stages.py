@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
 
     from worldforge.core.io import atomic_write_text
-    from worldforge.pcg.convert import convert
+    from worldforge.pcg.levels.convert import convert
 
     bench = _bench_pcg()
     xmls = [convert(p) for p in bench.build_corpus(args.levels)]

@@ -1,24 +1,59 @@
-"""Where the CPU-bound work units of a run execute: this machine's process pool or a Ray cluster.
+"""Execution: where CPU-bound work units run.
 
-A work unit is a plain function of plain, picklable values (a level's XML, an item's reply) that
-returns a plain value; it never touches the run workspace. The driver submits units, collects their
-results and alone writes files, records and events, so a run's records and digests do not depend
-on which executor ran it, nor on the order in which units finished.
+An executor is a :class:`concurrent.futures.Executor` (``submit`` returns a future, ``map`` keeps
+input order), so suites and stages are written once against the standard library's contract and
+the executor is picked by name. ``EXECUTORS`` maps each name to ``module:factory``; a factory takes
+``workers`` and keyword options and returns a started executor. Adding an executor is one module
+and one line here. Modules load only when their executor is asked for, so optional engines cost
+nothing when unused.
 
-``get_executor("local", workers=N)`` is a process pool on this machine; ``get_executor("ray",
-address=...)`` connects to a Ray cluster (the optional ``distributed`` extra; ``ray`` is imported
-only here, on request).
+Results never depend on the executor: a work unit is a plain function of plain values that returns
+a plain value and never touches the run workspace; the driver consumes results by item
+(:func:`ordered_map` keeps input order whatever the completion order) and alone writes files,
+records and events.
 """
 
 from __future__ import annotations
 
-from worldforge.execution.base import (
-    EXECUTORS,
-    Executor,
-    NodeFuture,
-    auto_chunk,
-    get_executor,
-    ordered_map,
-)
+import importlib
+from concurrent.futures import Executor
+from typing import Any
 
-__all__ = ["EXECUTORS", "Executor", "NodeFuture", "auto_chunk", "get_executor", "ordered_map"]
+from worldforge.core.errors import WorldForgeError
+from worldforge.execution.base import NodeFuture, auto_chunk, ordered_map, parallelism
+
+#: Executor name -> ``module:factory``.
+EXECUTORS: dict[str, str] = {
+    "local": "worldforge.execution.local:start_pool",
+    # a Ray cluster (the optional ``distributed`` extra; ``address`` option, else ``RAY_ADDRESS``)
+    "ray": "worldforge.execution.ray:start_ray",
+}
+
+
+def executor_names() -> list[str]:
+    """The executor names ``create_executor`` accepts."""
+    return sorted(EXECUTORS)
+
+
+def create_executor(name: str, workers: int, **options: Any) -> Executor:
+    """A started executor called ``name`` with ``workers`` workers (``WorldForgeError`` if unknown)."""
+    target = EXECUTORS.get(name)
+    if target is None:
+        raise WorldForgeError(
+            f"--executor: unknown executor {name!r}; choose one of {', '.join(executor_names())}."
+        )
+    module_name, factory_name = target.split(":")
+    factory = getattr(importlib.import_module(module_name), factory_name)
+    executor: Executor = factory(workers, **options)
+    return executor
+
+
+__all__ = [
+    "EXECUTORS",
+    "NodeFuture",
+    "auto_chunk",
+    "create_executor",
+    "executor_names",
+    "ordered_map",
+    "parallelism",
+]

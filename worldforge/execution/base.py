@@ -1,18 +1,13 @@
-"""The executor protocol and registry (see the package docstring)."""
+"""Helpers every executor shares: an order-preserving chunked map and the node a unit ran on."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from typing import Any, Protocol, TypeVar, runtime_checkable
-
-from worldforge.core.errors import WorldForgeError
+from concurrent.futures import Executor, Future
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-EXECUTORS = ("local", "ray")
 
 
 class NodeFuture(Future[Any]):
@@ -21,19 +16,12 @@ class NodeFuture(Future[Any]):
     node: str | None = None
 
 
-@runtime_checkable
-class Executor(Protocol):
-    """What the pipeline needs from an executor: ``concurrent.futures``-style ``submit`` and
-    ``shutdown``, plus its ``name`` and a ``parallelism`` hint (how many units run at once)."""
-
-    name: str
-
-    @property
-    def parallelism(self) -> int: ...
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]: ...
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
+def parallelism(executor: Executor | None) -> int:
+    """How many units the executor runs at once (its ``parallelism``, a pool's worker count, else 1)."""
+    if executor is None:
+        return 1
+    value = getattr(executor, "parallelism", None) or getattr(executor, "_max_workers", None)
+    return max(1, int(value or 1))
 
 
 def _apply_chunk(fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
@@ -63,7 +51,7 @@ def ordered_map(
         return
     size = max(1, chunk)
     chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
-    limit = window or max(2, 4 * executor.parallelism)
+    limit = window or max(2, 4 * parallelism(executor))
     pending: dict[int, Future[Any]] = {}
     next_submit = 0
     for index in range(len(chunks)):
@@ -79,23 +67,9 @@ def ordered_map(
             yield result
 
 
-def auto_chunk(n_jobs: int, parallelism: int, *, most: int = 16) -> int:
+def auto_chunk(n_jobs: int, workers: int, *, most: int = 16) -> int:
     """A chunk size that gives every worker about four chunks (fewer submissions, balanced tail)."""
-    return max(1, min(most, n_jobs // max(1, parallelism * 4)))
+    return max(1, min(most, n_jobs // max(1, workers * 4)))
 
 
-def get_executor(name: str, *, workers: int | None = None, address: str | None = None) -> Executor:
-    """An executor by name: ``local`` (process pool of ``workers``) or ``ray`` (cluster at
-    ``address``, else ``RAY_ADDRESS``, else a private local cluster)."""
-    if name == "local":
-        from worldforge.execution.local import LocalExecutor
-
-        return LocalExecutor(workers)
-    if name == "ray":
-        from worldforge.execution.ray import RayExecutor
-
-        return RayExecutor(address=address or os.environ.get("RAY_ADDRESS") or None, workers=workers)
-    raise WorldForgeError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}.")
-
-
-__all__ = ["EXECUTORS", "Executor", "NodeFuture", "auto_chunk", "get_executor", "ordered_map"]
+__all__ = ["NodeFuture", "auto_chunk", "ordered_map", "parallelism"]

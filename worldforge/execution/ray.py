@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
@@ -60,12 +60,13 @@ def _run_unit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
     return node, fn(*args, **kwargs)
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """``submit``/``shutdown`` over Ray tasks (see the module docstring)."""
 
     name = "ray"
 
     def __init__(self, *, address: str | None = None, workers: int | None = None) -> None:
+        address = address or os.environ.get("RAY_ADDRESS") or None
         ray = _import_ray()
         self._ray = ray
         runtime_env: dict[str, Any] = {"env_vars": scrubbed_env()}
@@ -125,4 +126,10 @@ class RayExecutor:
             self._owns = False
 
 
-__all__ = ["EXTRA_HINT", "LOCAL_OBJECT_STORE_BYTES", "RayExecutor", "scrubbed_env"]
+def start_ray(workers: int, *, address: str | None = None) -> RayExecutor:
+    """The registry's factory: connect to ``address`` (else ``RAY_ADDRESS``), or start a private
+    cluster of ``workers`` CPUs on this machine."""
+    return RayExecutor(address=address, workers=workers)
+
+
+__all__ = ["EXTRA_HINT", "LOCAL_OBJECT_STORE_BYTES", "RayExecutor", "scrubbed_env", "start_ray"]
