@@ -138,7 +138,7 @@ def test_folder_stages_on_ray_write_the_local_bytes(tmp_path: Path, cluster: Loc
 @pytest.mark.slow
 def test_suite_on_ray_gives_the_local_digest(cluster: LocalRayCluster, ray_executor: Any) -> None:
     from worldforge.forge import WorldForge
-    from worldforge.suites.science_birds import evaluate
+    from worldforge.suites.science_birds.suite import evaluate
 
     base = {"programs": ["zero-shot-multi-turn"], "characters": "A-F", "trials": 2, "progress": False}
     local = evaluate(["mock:qwen", "mock:phi"], forge=WorldForge(), options={**base, "workers": 2})
