@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(runs[-1]), file=sys.stderr)
         uncached = None
         if args.check_uncached:
-            folder = Path(tmp) / "one-pass"
+            folder = Path(tmp) / "one-pass" / "competition"  # same name: tags carry the folder name
             lay_out(folder, xmls)
             run_stage("stability", folder, args.workers, [])
             shutil.rmtree(folder / ".worldforge-cache")  # images must simulate again, as before

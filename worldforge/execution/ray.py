@@ -95,7 +95,11 @@ class RayExecutor(Executor):
                 raise WorldForgeError(
                     f"--ray-address {address}: cannot connect to a Ray cluster ({exc})."
                 ) from None
-        self._remote = ray.remote(max_retries=TASK_RETRIES, num_cpus=1)(_run_unit)
+        # SPREAD: Ray's default packs tasks onto the driver's node while it has room, which left a
+        # second node nearly idle in the two-node benchmark; units are uniform, so spread them.
+        self._remote = ray.remote(max_retries=TASK_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(
+            _run_unit
+        )
         self.nodes: dict[str, int] = {}
 
     @property
