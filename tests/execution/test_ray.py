@@ -136,16 +136,31 @@ def test_folder_stages_on_ray_write_the_local_bytes(tmp_path: Path, cluster: Loc
 
 
 @pytest.mark.slow
-def test_suite_on_ray_gives_the_local_digest(cluster: LocalRayCluster, ray_executor: Any) -> None:
+def test_suite_on_ray_gives_the_local_digest(
+    tmp_path: Path, cluster: LocalRayCluster, ray_executor: Any
+) -> None:
+    import json
+
     from worldforge.forge import WorldForge
     from worldforge.suites.science_birds.suite import evaluate
+    from worldforge.workspace import start_run
 
     base = {"programs": ["zero-shot-multi-turn"], "characters": "A-F", "trials": 2, "progress": False}
-    local = evaluate(["mock:qwen", "mock:phi"], forge=WorldForge(), options={**base, "workers": 2})
+    models = ["mock:qwen", "mock:phi"]
+    local = evaluate(models, forge=WorldForge(), options={**base, "workers": 2})
     ray_opts = {**base, "executor": "ray", "ray_address": cluster.address}
-    remote = evaluate(["mock:qwen", "mock:phi"], forge=WorldForge(), options=ray_opts)
+    with start_run(tmp_path / "ws", kind="evaluation", argv=["test"], config=ray_opts) as run:
+        remote = evaluate(models, forge=WorldForge(), options=ray_opts, run=run)
+        records = run.completed_items()
+        events = [json.loads(line) for line in (run.dir / "events.jsonl").read_text().splitlines()]
+        run.complete({"result_digest": remote.provenance.result_digest})
     assert remote.provenance.result_digest == local.provenance.result_digest
     assert [r.metrics for r in remote.results] == [r.metrics for r in local.results]
+    assert len(records) == 2 * 6 * 2
+    # which node ran which item: in the events, never in the records
+    nodes = {e["payload"]["item_id"]: e["payload"]["node"] for e in events if e.get("type") == "item.node"}
+    assert set(nodes) == set(records) and len(set(nodes.values())) == 2
+    assert not any(node in json.dumps(rec) for node in set(nodes.values()) for rec in records.values())
 
 
 @pytest.mark.slow
