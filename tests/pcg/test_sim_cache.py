@@ -14,6 +14,7 @@ from worldforge.pcg.competition import stages as folder
 from worldforge.pcg.competition.stages import stability_json, unity_score
 from worldforge.pcg.levels.convert import convert
 from worldforge.pcg.levels.glyphs import letter_program
+from worldforge.pcg.sim import cache as sim_cache
 from worldforge.pcg.sim import physics
 from worldforge.pcg.sim.cache import CACHE_DIR, PhysicsCache, level_key
 from worldforge.pcg.sim.render import render_png
@@ -95,7 +96,7 @@ def test_images_after_stability_does_not_simulate(tmp_path: Path, monkeypatch: p
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(physics, "simulate", counting)
+    monkeypatch.setattr(sim_cache, "simulate", counting)  # the name the stages' worker calls
     folder.stage_images(src, workers=1)
     folder.stage_stability(src, workers=1)
     assert calls == []

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
-from worldforge.pcg.sim.cache import PhysicsOutcome
+from worldforge.execution import auto_chunk, create_executor, ordered_map, parallelism
+from worldforge.execution.local import default_workers
+from worldforge.pcg.sim.cache import PhysicsCache, PhysicsJob, PhysicsOutcome, level_key, run_physics_job
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -272,10 +274,6 @@ def stage_physics(
     best-of-N stability runs. ``executor`` runs the levels (default: a local process pool of
     ``workers``); results are consumed in input order, so outputs do not depend on it.
     """
-    from worldforge.execution import auto_chunk, create_executor, ordered_map, parallelism
-    from worldforge.execution.local import default_workers
-    from worldforge.pcg.sim.cache import PhysicsCache, PhysicsJob, level_key, run_physics_job
-
     progress = progress or NullProgress()
     items = stage_inputs(source, "levels", ".xml")
     names = [s for s, on in (("stability", stability), ("images", images)) if on]

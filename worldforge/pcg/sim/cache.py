@@ -26,6 +26,10 @@ from typing import Any
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.pcg.levels.level import parse_level_xml
+from worldforge.pcg.sim import physics
+from worldforge.pcg.sim.physics import Pose, StabilityResult, simulate
+from worldforge.pcg.sim.render import render_png
 
 CACHE_DIR = ".worldforge-cache"
 CACHE_FILE = "physics.json"
@@ -37,8 +41,6 @@ def physics_version() -> str:
     """What decides a simulation's outcome: the physics stage version (its ``STAGE_VERSION``,
     changed with the physics) and the Box2D build."""
     import importlib.metadata
-
-    from worldforge.pcg.sim import physics
 
     try:
         box2d = importlib.metadata.version("box2d")
@@ -92,9 +94,6 @@ def _entry_of(result: Any) -> dict[str, Any]:
 
 def _result_from_entry(xml: str, entry: Mapping[str, Any]) -> Any:
     """A :class:`~worldforge.pcg.sim.physics.StabilityResult` with the stored poses (what rendering reads)."""
-    from worldforge.pcg.levels.level import parse_level_xml
-    from worldforge.pcg.sim.physics import Pose, StabilityResult
-
     objects = parse_level_xml(xml).dynamic_objects
     final = tuple(Pose(float(x), float(y), float(a)) for x, y, a in entry["final"])
     alive = tuple(bool(a) for a in entry["alive"])
@@ -117,9 +116,6 @@ def _result_from_entry(xml: str, entry: Mapping[str, Any]) -> Any:
 
 def run_physics_job(job: PhysicsJob) -> PhysicsOutcome:
     """Simulate (or take the stored entry) and render one level; failures are data, never raised."""
-    from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import render_png
-
     if job.entry is not None:
         entry = dict(job.entry)
         if entry.get("error") is not None or not job.render:

@@ -38,6 +38,7 @@ from typing import Any
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.similarity.prep import PrepSpec, shortcut_values
 
 OFFICIAL_MODEL_ID = "pittawat/vit-base-uppercase-english-characters"
 BUNDLED_ID = "worldforge/letter-classifier"
@@ -416,8 +417,6 @@ class LetterClassifier:
 
     def _shortcut(self, rows: Any, split: bool) -> Any:
         """float32 pixel values of ``rows`` (:func:`~worldforge.pcg.similarity.prep.shortcut_values`)."""
-        from worldforge.pcg.similarity.prep import shortcut_values
-
         assert self._table is not None
         t = self._table
         return shortcut_values(rows, t.size, t.resample, t.table, t.uniform, split)
@@ -425,8 +424,6 @@ class LetterClassifier:
     def prep_spec(self, channels: int, size: tuple[int, int]) -> Any | None:
         """A picklable :class:`~worldforge.pcg.similarity.prep.PrepSpec` for images of this layout
         and (width, height), so workers can prepare inputs; ``None`` where the shortcut is not verified."""
-        from worldforge.pcg.similarity.prep import PrepSpec
-
         split = self._shortcut_mode(channels, size) if self._table is not None else None
         if split is None or self._table is None:
             return None

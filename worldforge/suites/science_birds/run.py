@@ -31,6 +31,7 @@ from worldforge.execution.local import start_pool
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import PromptProgram
+from worldforge.pcg.sim.render import IMAGE_SIZE
 from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.providers.ollama import (
     TRIAL_TIME_LIMIT_S,
@@ -151,8 +152,6 @@ class ItemRunner:
         """The classifier's input shortcut for the renders, handed to the level workers so they
         prepare the classifier input from the in-memory image (``None``: the PNG is read here)."""
         if not self._prep_known:
-            from worldforge.pcg.sim.render import IMAGE_SIZE
-
             spec = getattr(self.classifier, "prep_spec", None)
             self._prep = spec(4, (IMAGE_SIZE, IMAGE_SIZE)) if callable(spec) else None
             self._prep_known = True

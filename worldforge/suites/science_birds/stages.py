@@ -30,6 +30,7 @@ from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.pcg.similarity.prep import prepare_pixels
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
 #: the margin lets a 10,000-line program reach extraction and fail there with a precise reason).
@@ -298,8 +299,6 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         pixels = _decode_png(png)
     out["thumbnail"] = thumbnail_data_uri(png, pixels=pixels)
     if job.prep is not None:
-        from worldforge.pcg.similarity.prep import prepare_pixels
-
         values = prepare_pixels(pixels, job.prep)
         if values is not None:
             out["prepared"] = values

@@ -32,6 +32,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.datasets import dataset_references
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationScenario
+from worldforge.execution import create_executor
 from worldforge.execution.local import start_pool
 from worldforge.gateway import Gateway, ReplaySource, load_replay
 from worldforge.suites.science_birds.config import (
@@ -192,8 +193,6 @@ def _level_executor(config: SuiteConfig) -> Any:
         if config.options.get("ray_address"):
             raise WorldForgeError("--ray-address needs --executor ray.")
         return start_pool(config.workers) if config.workers > 1 else None
-    from worldforge.execution import create_executor
-
     address = config.options.get("ray_address")
     return create_executor(name, config.workers, address=str(address) if address else None)
 
