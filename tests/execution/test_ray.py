@@ -125,14 +125,25 @@ def test_folder_stages_on_ray_write_the_local_bytes(tmp_path: Path, cluster: Loc
     local = _levels(tmp_path / "local", 40)
     remote = _levels(tmp_path / "ray", 40)
     runner = CliRunner()
+    workspace = tmp_path / "ws"
     for stage in ("stability", "images"):
         done = runner.invoke(app, ["pcg", "stage", stage, "--source", str(local), "--workers", "2"])
         assert done.exit_code == 0, done.output
         args = ["pcg", "stage", stage, "--source", str(remote), "--executor", "ray"]
-        done = runner.invoke(app, [*args, "--ray-address", cluster.address])
+        done = runner.invoke(
+            app, [*args, "--ray-address", cluster.address, "--run-workspace", str(workspace)]
+        )
         assert done.exit_code == 0, done.output
     assert len(_outputs(local)) == 40 + 26
     assert _outputs(remote) == _outputs(local)
+    # the stability run simulated every level on the cluster; its events say where
+    import json
+
+    logs = sorted((workspace / "runs").glob("*/events.jsonl"))
+    events = [json.loads(line) for line in logs[0].read_text().splitlines()]
+    nodes = {e["payload"]["level"]: e["payload"]["node"] for e in events if e["type"] == "level.node"}
+    assert len(nodes) == 40 and all(level.startswith("team/levels/") for level in nodes)
+    assert len(set(nodes.values())) == 2
 
 
 @pytest.mark.slow

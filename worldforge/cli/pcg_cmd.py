@@ -293,6 +293,7 @@ def _run_stage(
             raw_images=opts["raw_images"],
             progress=progress,
             executor=opts.get("executor"),
+            on_node=opts.get("on_node"),
         )
         return [r.to_dict() for r in reports]
     import importlib
@@ -481,6 +482,8 @@ def stage_cmd(
             _run_context(run_workspace, "pcg-stage", config, resume_run) as run,
         ):
             opts["executor"] = pool
+            if run is not None and pool is not None:  # informational, outside every digest
+                opts["on_node"] = lambda level, node: run.emit("level.node", {"level": level, "node": node})
             results: list[dict[str, Any]] = []
             if run is not None:  # the folder's state before the stage: every file's digest
                 run.add_input_value("source-files", _stage_outputs(source))

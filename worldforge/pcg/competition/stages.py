@@ -265,6 +265,7 @@ def stage_physics(
     raw_images: bool = False,
     progress: Progress | None = None,
     executor: Executor | None = None,
+    on_node: Callable[[str, str], None] | None = None,
 ) -> list[StageReport]:
     """``levels/<C>/*.xml`` -> ``stability/<C>.json`` and/or ``images/<C>/<base>.png``.
 
@@ -273,6 +274,7 @@ def stage_physics(
     ``stability`` followed by ``images`` simulates each level once. ``trials`` is the evaluator's
     best-of-N stability runs. ``executor`` runs the levels (default: a local process pool of
     ``workers``); results are consumed in input order, so outputs do not depend on it.
+    ``on_node(level, node)`` hears which machine simulated each level (executors that say so).
     """
     progress = progress or NullProgress()
     items = stage_inputs(source, "levels", ".xml")
@@ -309,6 +311,7 @@ def stage_physics(
                 run_physics_job,
                 [jobs[i] for i in remote],
                 chunk=auto_chunk(len(remote), parallelism(executor)),
+                on_node=_node_reporter(source, [items[i][2] for i in remote], on_node),
             )
         )
         for i, ((team, char, path), job) in enumerate(zip(items, jobs, strict=True)):
@@ -353,6 +356,20 @@ def stage_physics(
             atomic_write_text(target, stability_json(entries))
             reports["stability"].outputs.append(target)
     return [reports[n] for n in names]
+
+
+def _node_reporter(
+    source: Path, paths: list[Path], on_node: Callable[[str, str], None] | None
+) -> Callable[[int, str | None], None] | None:
+    """``ordered_map``'s ``(index, node)`` as ``on_node(level path relative to source, node)``."""
+    if on_node is None:
+        return None
+
+    def report(index: int, node: str | None) -> None:
+        if node is not None:
+            on_node(_rel(source, paths[index]), node)
+
+    return report
 
 
 def _preload(images: bool, simulate: bool) -> None:
