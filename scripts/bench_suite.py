@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
@@ -25,6 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             "cache_dir": cache,
         }
         forge = WorldForge()
+        load_before = os.getloadavg()
+        cpu_self, cpu_children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         if args.run_workspace is not None:
             from worldforge.evaluation.suite import result_payload
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         html = report.to_html()
         html_s = time.perf_counter() - html_started
         wall = time.perf_counter() - started
+        cpu_driver = _cpu(resource.RUSAGE_SELF) - cpu_self
+        cpu_workers = _cpu(resource.RUSAGE_CHILDREN) - cpu_children
     items = len(models) * len(parse_characters(args.letters)) * args.trials
     payload = {
         "benchmark": "science-birds suite (mock models, bundled classifier)",
@@ -91,9 +101,18 @@ def main(argv: list[str] | None = None) -> int:
         "workers": workers,
         "wall_seconds": round(wall, 3),
         "items_per_second": round(items / wall, 2) if wall else None,
-        "goal_seconds": 60,
-        "meets_goal": wall < 60,
+        "goal_seconds": 15,
+        "meets_goal": wall < 15,
         "stages_seconds": {k: round(v, 3) for k, v in sorted(state.timings.items())},
+        # CPU time is what a shared machine does not inflate the way it inflates wall time:
+        # (driver + workers) / cores is the wall time the run needs on free cores.
+        "cpu_seconds": {
+            "driver": round(cpu_driver, 3),
+            "workers": round(cpu_workers, 3),
+            "total": round(cpu_driver + cpu_workers, 3),
+            "per_core_wall_estimate": round((cpu_driver + cpu_workers) / max(1, workers), 3),
+        },
+        "load_average_before": [round(v, 2) for v in load_before],
         "html_render_seconds": round(html_s, 3),
         "html_bytes": len(html.encode("utf-8")),
         "classifier_load_seconds": round(load_s, 3),

@@ -36,6 +36,14 @@ suites_app = typer.Typer(name="suites", help="Evaluation suites.", no_args_is_he
 providers_app = typer.Typer(name="providers", help="Providers.", no_args_is_help=True, add_completion=False)
 
 
+def _one_or_many(values: list[str] | None) -> str | list[str] | None:
+    """A repeatable server option: one server stays a string (the options of a one-server run are
+    what they always were), several become a list."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else list(values)
+
+
 def _typed_options(
     programs: list[str] | None,
     trials: int | None,
@@ -43,9 +51,12 @@ def _typed_options(
     classifier: str | None,
     workers: int | None,
     diversity_vector: str | None,
-    ollama_host: str | None,
+    ollama_host: list[str] | None,
     seed: int | None,
-    openai_base_url: str | None = None,
+    openai_base_url: list[str] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    max_connections: int | None = None,
 ) -> dict[str, Any]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
     from worldforge.core.errors import WorldForgeError
@@ -59,12 +70,17 @@ def _typed_options(
         ("classifier", classifier),
         ("workers", workers),
         ("diversity_vector", diversity_vector),
-        ("ollama_host", ollama_host),
-        ("openai_base_url", openai_base_url),
+        ("ollama_host", _one_or_many(ollama_host)),
+        ("openai_base_url", _one_or_many(openai_base_url)),
         ("seed", seed),
+        ("executor", executor),
+        ("ray_address", ray_address),
+        ("max_connections", max_connections),
     ):
         if value is not None:
-            if isinstance(value, str) and not value.strip():
+            if any(
+                isinstance(v, str) and not v.strip() for v in (value if isinstance(value, list) else [value])
+            ):
                 # `--characters ""` is a slip (an unset shell variable), not a request for defaults
                 raise WorldForgeError(f"--{key.replace('_', '-')}: must not be empty.")
             options[key] = value
@@ -110,12 +126,30 @@ def eval_command(
     diversity_vector: str | None = typer.Option(
         None, "--diversity-vector", help="science-birds: softmax | embedding."
     ),
-    ollama_host: str | None = typer.Option(None, "--ollama-host", help="science-birds: Ollama server URL."),
+    ollama_host: list[str] | None = typer.Option(
+        None,
+        "--ollama-host",
+        help="science-birds: Ollama server URL; repeat for several servers of the same models.",
+    ),
     seed: int | None = typer.Option(None, "--seed", help="science-birds: master seed."),
-    openai_base_url: str | None = typer.Option(
+    openai_base_url: list[str] | None = typer.Option(
         None,
         "--openai-base-url",
-        help="science-birds: OpenAI-compatible server URL for openai:MODEL, e.g. http://127.0.0.1:11434/v1.",
+        help="science-birds: OpenAI-compatible server URL for openai:MODEL, e.g. http://127.0.0.1:11434/v1; "
+        "repeat for several servers of the same models.",
+    ),
+    max_connections: int | None = typer.Option(
+        None,
+        "--max-connections",
+        min=1,
+        help="science-birds: requests in flight per model server (default 4); a failing server is "
+        "left out for a while and its requests go to the others.",
+    ),
+    executor: str | None = typer.Option(
+        None, "--executor", help="science-birds: where level stages run: local (default) or ray."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="science-birds: Ray cluster address (default: RAY_ADDRESS)."
     ),
     replay: str | None = typer.Option(
         None,
@@ -143,6 +177,9 @@ def eval_command(
             ollama_host,
             seed,
             openai_base_url,
+            executor,
+            ray_address,
+            max_connections,
         )
         outcome = evaluate(
             EvaluationRequest(

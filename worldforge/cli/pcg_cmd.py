@@ -291,6 +291,14 @@ def stage_cmd(
         "--zero-shot",
         help="score, all: the zero-shot baseline the winner is compared with (default: baseline_zero_shot).",
     ),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where levels are simulated: local (process pool) or ray (a Ray cluster)."
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="Ray cluster address (default: RAY_ADDRESS, else a private local cluster).",
+    ),
     run_workspace: Path | None = _WORKSPACE_OPT,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
@@ -298,7 +306,12 @@ def stage_cmd(
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
         from worldforge.execution.local import default_workers
-        from worldforge.pcg.competition.orchestrate import plan_for, run_stages, score_selection
+        from worldforge.pcg.competition.orchestrate import (
+            plan_for,
+            run_stages,
+            score_selection,
+            stage_executor,
+        )
 
         plan_for(stage)  # an unknown stage fails before anything else is looked at
         if not source.is_dir():
@@ -320,9 +333,12 @@ def stage_cmd(
             )
         )
         config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
-        with optional_run(run_workspace, "pcg-stage", _argv(), config, resume_run) as run:
+        with (
+            stage_executor(executor, ray_address, workers) as pool,
+            optional_run(run_workspace, "pcg-stage", _argv(), config, resume_run) as run,
+        ):
             with _RichProgress() as progress:
-                results = run_stages(stage, source, opts, progress, run)
+                results = run_stages(stage, source, opts, progress, run, executor=pool)
         for rep in results:
             if "succeeded" in rep:
                 print(

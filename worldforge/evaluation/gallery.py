@@ -28,6 +28,7 @@ OPTION_FLAGS: dict[str, str] = {
     "diversity_vector": "--diversity-vector",
     "ollama_host": "--ollama-host",
     "openai_base_url": "--openai-base-url",
+    "max_connections": "--max-connections",
     "seed": "--seed",
 }
 

@@ -6,6 +6,11 @@ the executor is picked by name. ``EXECUTORS`` maps each name to ``module:factory
 ``workers`` and keyword options and returns a started executor. Adding an executor is one module
 and one line here. Modules load only when their executor is asked for, so optional engines cost
 nothing when unused.
+
+Results never depend on the executor: a work unit is a plain function of plain values that returns
+a plain value and never touches the run workspace; the driver consumes results by item
+(:func:`ordered_map` keeps input order whatever the completion order) and alone writes files,
+records and events.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from concurrent.futures import Executor
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.execution.base import NodeFuture, auto_chunk, ordered_map, parallelism
 
 #: Executor name -> ``module:factory``.
 EXECUTORS: dict[str, str] = {
     "local": "worldforge.execution.local:start_pool",
+    # a Ray cluster (the optional ``distributed`` extra; ``address`` option, else ``RAY_ADDRESS``)
+    "ray": "worldforge.execution.ray:start_ray",
 }
 
 
@@ -40,4 +48,12 @@ def create_executor(name: str, workers: int, **options: Any) -> Executor:
     return executor
 
 
-__all__ = ["EXECUTORS", "create_executor", "executor_names"]
+__all__ = [
+    "EXECUTORS",
+    "NodeFuture",
+    "auto_chunk",
+    "create_executor",
+    "executor_names",
+    "ordered_map",
+    "parallelism",
+]

@@ -33,6 +33,7 @@ from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.providers.base import BaseProvider, GenerationResult, prefixed_options
 from worldforge.providers.mock_letters import derive_seed
+from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS, ServerPool
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_TEMPERATURE = 1.0
@@ -47,6 +48,7 @@ TRIAL_TIME_LIMIT_S = 500.0
 
 _SETTING_KEYS = (
     "host",
+    "max_connections",
     "temperature",
     "num_ctx",
     "request_timeout_s",
@@ -130,6 +132,14 @@ class OllamaSettings:
     backoff_s: float = DEFAULT_BACKOFF_S
     max_tokens_per_trial: int = TRIAL_TOKEN_LIMIT
     max_trial_seconds: float = TRIAL_TIME_LIMIT_S
+    #: Further servers of the same model (``--ollama-host`` given several times): requests are
+    #: balanced over ``host`` and these, ``max_connections`` at a time per server.
+    more_hosts: tuple[str, ...] = ()
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return (self.host, *self.more_hosts)
 
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
@@ -144,13 +154,22 @@ class OllamaSettings:
             raise WorldForgeError("ollama.retries and ollama.backoff_s must be >= 0.")
         if int(self.max_tokens_per_trial) <= 0:
             raise WorldForgeError("ollama.max_tokens_per_trial must be positive.")
-        _check_host(self.host)
+        for host in self.hosts:
+            _check_host(host)
+        if isinstance(self.max_connections, bool) or int(self.max_connections) < 1:
+            raise WorldForgeError(f"--max-connections must be >= 1, got {self.max_connections!r}.")
 
     @classmethod
     def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaSettings:
         """Build settings from suite/CLI options (``ollama_host``/``host``, ``ollama_*`` keys)."""
         values = prefixed_options("ollama", _SETTING_KEYS, options)
-        values["host"] = resolve_host(values.get("host"))
+        hosts = values.get("host")
+        if isinstance(hosts, (list, tuple)):  # --ollama-host given several times
+            values["more_hosts"] = tuple(str(h) for h in hosts[1:])
+            hosts = str(hosts[0]) if hosts else None
+        values["host"] = resolve_host(hosts)
+        if "max_connections" in values:
+            values["max_connections"] = int(values["max_connections"])
         if "request_timeout_s" not in values:
             config = project_config()
             if config is not None:
@@ -204,7 +223,9 @@ class OllamaProvider(BaseProvider):
         self.name = f"ollama:{settings.model}"
         self._sleep = sleep
         self._client: Any = None
+        self._clients: dict[str, Any] = {}
         self._manifest: dict[str, Any] | None = None
+        self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
 
     def configure(self, options: Mapping[str, Any] | None) -> None:
         """Re-apply run options (``--ollama-host`` and ``ollama_*`` keys) after registry creation.
@@ -222,6 +243,8 @@ class OllamaProvider(BaseProvider):
                 )
             self.settings = settings
             self._client = None
+            self._clients = {}
+            self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
 
     @classmethod
     def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
@@ -231,13 +254,23 @@ class OllamaProvider(BaseProvider):
     # -- plumbing -------------------------------------------------------------------------------
     @property
     def client(self) -> Any:
+        """The client of the first server (preflight, manifest)."""
         if self._client is None:
+            self._client = self.client_for(self.settings.host)
+        return self._client
+
+    def client_for(self, host: str) -> Any:
+        """One client per server (clients keep their connections); the first server's is ``client``."""
+        if host == self.settings.host and self._client is not None:
+            return self._client
+        client = self._clients.get(host)
+        if client is None:
             import ollama
 
-            self._client = ollama.Client(
-                host=self.settings.host, timeout=float(self.settings.request_timeout_s)
+            client = self._clients[host] = ollama.Client(
+                host=host, timeout=float(self.settings.request_timeout_s)
             )
-        return self._client
+        return client
 
     def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
         self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
@@ -334,19 +367,30 @@ class OllamaProvider(BaseProvider):
         call_options.update({k: v for k, v in extra.items() if v is not None})
         payload = [{"role": m["role"], "content": m["content"]} for m in messages]
         digest = digest_payload({"model": self.settings.model, "messages": payload, "options": call_options})
-        attempts = int(self.settings.retries) + 1
+        # Each further server adds an attempt: a failing server is left for another one at once.
+        attempts = int(self.settings.retries) + len(self.pool.urls)
         last: BaseException | None = None
         for attempt in range(1, attempts + 1):
             started = time.monotonic()
-            try:
-                response = self.client.chat(model=self.settings.model, messages=payload, options=call_options)
-            except Exception as exc:
-                last = exc
-                retry = _is_retryable(exc) and attempt < attempts
-                self._emit("retry" if retry else "failure", attempt, started, digest, _describe(exc))
+            with self.pool.lease() as lease:
+                try:
+                    response = self.client_for(lease.url).chat(
+                        model=self.settings.model, messages=payload, options=call_options
+                    )
+                except Exception as exc:
+                    if _is_retryable(exc):
+                        lease.failed()  # out of rotation for a while
+                    error: BaseException | None = exc
+                else:
+                    error = None
+            if error is not None:
+                last = error
+                retry = _is_retryable(error) and attempt < attempts
+                self._emit("retry" if retry else "failure", attempt, started, digest, _describe(error))
                 if not retry:
                     break
-                self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
+                if not self.pool.has_alternative(lease.url):  # elsewhere at once, else back off
+                    self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
                 continue
             text = response.message.content or ""
             reply = GenerationReply(

@@ -48,6 +48,7 @@ from worldforge.providers.openai_settings import (
     resolve_base_url,
     retry_after_s,
 )
+from worldforge.providers.server_pool import ServerPool
 
 _PROBE_PROMPT = "Reply with OK."
 
@@ -102,7 +103,9 @@ class OpenAICompatProvider(BaseProvider):
         self.name = f"openai:{settings.model}"
         self._sleep = sleep
         self._client: Any = None
+        self._clients: dict[str, Any] = {}
         self._manifest: dict[str, Any] | None = None
+        self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
 
     @classmethod
     def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OpenAICompatProvider:
@@ -119,20 +122,32 @@ class OpenAICompatProvider(BaseProvider):
                 self._manifest = {**self._manifest, "settings": settings.identity()}
             self.settings = settings
             self._client = None
+            self._clients = {}
+            self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
 
     # -- plumbing -------------------------------------------------------------------------------
     @property
     def client(self) -> Any:
+        """The client of the first server (preflight, manifest)."""
         if self._client is None:
+            self._client = self.client_for(self.settings.base_url)
+        return self._client
+
+    def client_for(self, base_url: str) -> Any:
+        """One client per server (clients keep their connections); the first server's is ``client``."""
+        if base_url == self.settings.base_url and self._client is not None:
+            return self._client
+        client = self._clients.get(base_url)
+        if client is None:
             import openai
 
-            self._client = openai.OpenAI(
-                base_url=self.settings.base_url,
-                api_key=resolve_api_key(self.settings.base_url),
+            client = self._clients[base_url] = openai.OpenAI(
+                base_url=base_url,
+                api_key=resolve_api_key(base_url),
                 timeout=float(self.settings.request_timeout_s),
                 max_retries=0,
             )
-        return self._client
+        return client
 
     def _scrub(self, text: str) -> str:
         """One line, bounded, and never the key (a server may echo request headers in errors)."""
@@ -304,31 +319,41 @@ class OpenAICompatProvider(BaseProvider):
         if seed is not None:
             params["seed"] = int(seed)
         digest = digest_payload({"model": self.settings.model, "messages": payload, "params": params})
-        client = self.client  # a missing key is a usage error, not a failed attempt
-        attempts = int(self.settings.retries) + 1
+        for url in self.pool.urls:
+            self.client_for(url)  # a missing key is a usage error, not a failed attempt
+        # Each further server adds an attempt: a failing server is left for another one at once.
+        attempts = int(self.settings.retries) + len(self.pool.urls)
         last: BaseException | None = None
         attempt = 0
         for attempt in range(1, attempts + 1):
             started = time.monotonic()
-            try:
-                response = client.chat.completions.create(
-                    model=self.settings.model, messages=payload, **params
-                )
-            except Exception as exc:
-                last = exc
-                retry = _is_retryable(exc) and attempt < attempts
-                status = _status(exc)
+            with self.pool.lease() as lease:
+                try:
+                    response = self.client_for(lease.url).chat.completions.create(
+                        model=self.settings.model, messages=payload, **params
+                    )
+                except Exception as exc:
+                    if _is_retryable(exc):
+                        lease.failed()  # out of rotation for a while
+                    error: BaseException | None = exc
+                else:
+                    error = None
+            if error is not None:
+                last = error
+                retry = _is_retryable(error) and attempt < attempts
+                status = _status(error)
                 self._emit(
                     "retry" if retry else "failure",
                     attempt,
                     started,
                     digest,
-                    self._describe(exc),
+                    self._describe(error),
                     **({"status": status} if status is not None else {}),
                 )
                 if not retry:
                     break
-                self._sleep(self._delay(attempt, exc))
+                if not self.pool.has_alternative(lease.url):  # elsewhere at once, else back off
+                    self._sleep(self._delay(attempt, error))
                 continue
             try:
                 reply = self._reply(response, attempt)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.providers.base import prefixed_options
+from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS
 
 OPENAI_API_URL = "https://api.openai.com/v1"
 #: What the 2025 package sent to Ollama; servers that check no key accept anything.
@@ -35,6 +36,7 @@ DEFAULT_MAX_RETRY_AFTER_S = 300.0
 
 _SETTING_KEYS = (
     "base_url",
+    "max_connections",
     "temperature",
     "request_timeout_s",
     "retries",
@@ -71,6 +73,12 @@ def resolve_api_key(base_url: str) -> str:
     if (urlsplit(base_url).hostname or "").endswith("api.openai.com"):
         raise WorldForgeError(f"{base_url} needs an API key: set OPENAI_API_KEY.")
     return PLACEHOLDER_API_KEY
+
+
+def check_base_urls(value: Any) -> None:
+    """:func:`check_base_url` for one address or a list of them (``--openai-base-url`` repeated)."""
+    for url in value if isinstance(value, (list, tuple)) else [value]:
+        check_base_url(str(url))
 
 
 def check_base_url(url: str) -> None:
@@ -116,6 +124,14 @@ class OpenAISettings:
     retries: int = DEFAULT_RETRIES
     backoff_s: float = DEFAULT_BACKOFF_S
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+    #: Further servers of the same model (``--openai-base-url`` given several times): requests are
+    #: balanced over ``base_url`` and these, ``max_connections`` at a time per server.
+    more_base_urls: tuple[str, ...] = ()
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        return (self.base_url, *self.more_base_urls)
 
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
@@ -128,13 +144,22 @@ class OpenAISettings:
             raise WorldForgeError(
                 "openai.retries, openai.backoff_s and openai.max_retry_after_s must be >= 0."
             )
-        check_base_url(self.base_url)
+        for url in self.base_urls:
+            check_base_url(url)
+        if isinstance(self.max_connections, bool) or int(self.max_connections) < 1:
+            raise WorldForgeError(f"--max-connections must be >= 1, got {self.max_connections!r}.")
 
     @classmethod
     def from_options(cls, model: str, options: Mapping[str, Any] | None = None) -> OpenAISettings:
         """Build settings from suite/CLI options (``openai_base_url``/``base_url``, ``openai_*`` keys)."""
         values = prefixed_options("openai", _SETTING_KEYS, options)
-        values["base_url"] = resolve_base_url(values.get("base_url"))
+        urls = values.get("base_url")
+        if isinstance(urls, (list, tuple)):  # --openai-base-url given several times
+            values["more_base_urls"] = tuple(str(u) for u in urls[1:])
+            urls = str(urls[0]) if urls else None
+        values["base_url"] = resolve_base_url(urls)
+        if "max_connections" in values:
+            values["max_connections"] = int(values["max_connections"])
         if "request_timeout_s" not in values:
             config = project_config()
             if config is not None:
@@ -198,6 +223,7 @@ __all__ = [
     "PLACEHOLDER_API_KEY",
     "OpenAISettings",
     "check_base_url",
+    "check_base_urls",
     "guess_server_kind",
     "resolve_api_key",
     "resolve_base_url",

@@ -11,14 +11,18 @@ this layer never imports the workspace.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.paths import portable_path
+from worldforge.execution import create_executor, executor_names
+from worldforge.execution.local import default_workers
 from worldforge.pcg.competition import scoring, stages
 from worldforge.pcg.competition.stages import Progress, list_teams
 
@@ -54,6 +58,8 @@ def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progre
             trials=opts["physics_trials"],
             raw_images=opts["raw_images"],
             progress=progress,
+            executor=opts.get("executor"),
+            on_node=opts.get("on_node"),
         )
         return [r.to_dict() for r in reports]
     out: Any
@@ -150,12 +156,41 @@ def plan_for(stage: str) -> list[str]:
     return list(ALL_PLAN) if stage == "all" else [stage]
 
 
+@contextlib.contextmanager
+def stage_executor(name: str, address: str | None, workers: int | None) -> Iterator[Executor | None]:
+    """``None`` for ``local`` (each stage starts its own pool), a connected Ray executor for ``ray``.
+
+    Neither enters the run config: where levels run does not change a single output byte."""
+    if name not in executor_names():
+        create_executor(name, 1)  # raises the registry's one-line error
+    if name == "local":
+        if address:
+            raise WorldForgeError("--ray-address needs --executor ray.")
+        yield None
+        return
+    pool = create_executor(name, workers or default_workers(), address=address)
+    try:
+        yield pool
+    finally:
+        pool.shutdown()
+
+
 def run_stages(
-    stage: str, source: Path, opts: Mapping[str, Any], progress: Progress, run: Run | None = None
+    stage: str,
+    source: Path,
+    opts: Mapping[str, Any],
+    progress: Progress,
+    run: Run | None = None,
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
-    """Run ``stage`` (or ``all``) over ``source``; record it in ``run`` when given. Returns the stage
+    """Run ``stage`` (or ``all``) over ``source``; record it in ``run`` when given. Levels are
+    simulated on ``executor`` when given (else each stage starts a local pool). Returns the stage
     reports with logs relative to ``source``."""
     plan = plan_for(stage)
+    if executor is not None:
+        opts = {**opts, "executor": executor}
+        if run is not None:  # which node simulated each level: informational, outside every digest
+            opts["on_node"] = lambda level, node: run.emit("level.node", {"level": level, "node": node})
     if run is not None:  # the folder's state before the stage: every file's digest
         run.add_input_value("source-files", stage_outputs(source))
     results: list[dict[str, Any]] = []
@@ -184,5 +219,6 @@ __all__ = [
     "run_stages",
     "score_selection",
     "source_relative_logs",
+    "stage_executor",
     "stage_outputs",
 ]

@@ -21,10 +21,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
+from worldforge.execution import auto_chunk, create_executor, ordered_map, parallelism
+from worldforge.execution.local import default_workers
+from worldforge.pcg.sim.cache import PhysicsCache, PhysicsJob, PhysicsOutcome, level_key, run_physics_job
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 SKIPPED_DIRS = frozenset({"logs", "result"})
 PHYSICS_STAGES = ("stability", "images")
@@ -258,14 +264,18 @@ def stage_physics(
     trials: int = 1,
     raw_images: bool = False,
     progress: Progress | None = None,
+    executor: Executor | None = None,
+    on_node: Callable[[str, str], None] | None = None,
 ) -> list[StageReport]:
     """``levels/<C>/*.xml`` -> ``stability/<C>.json`` and/or ``images/<C>/<base>.png``.
 
-    One simulation per level feeds both outputs (the physics is deterministic, so a separate image
-    run would give the same poses). ``trials`` is the evaluator's best-of-N stability runs.
+    One simulation per level feeds both outputs, within one call and across calls: every
+    simulation's outcome is kept in the folder's sidecar (:mod:`worldforge.pcg.sim.cache`), so
+    ``stability`` followed by ``images`` simulates each level once. ``trials`` is the evaluator's
+    best-of-N stability runs. ``executor`` runs the levels (default: a local process pool of
+    ``workers``); results are consumed in input order, so outputs do not depend on it.
+    ``on_node(level, node)`` hears which machine simulated each level (executors that say so).
     """
-    from worldforge.pcg.sim.pipeline import iter_batch
-
     progress = progress or NullProgress()
     items = stage_inputs(source, "levels", ".xml")
     names = [s for s, on in (("stability", stability), ("images", images)) if on]
@@ -276,52 +286,103 @@ def stage_physics(
     log = StageLog(source, names[0] if len(names) == 1 else "physics")
     for r in reports.values():
         r.log_path = log.path
-    texts: list[str] = []
+    cache = PhysicsCache(source)
+    keys: list[str] = []
+    jobs: list[PhysicsJob] = []
     for _, _, path in items:
-        texts.append(path.read_bytes().decode("utf-8", errors="replace"))
+        data = path.read_bytes()
+        keys.append(level_key(data, trials))
+        xml = data.decode("utf-8", errors="replace")
+        jobs.append(PhysicsJob(xml, trials, render=images, entry=cache.get(keys[-1])))
+    # Levels whose stored entry answers everything asked need no worker at all.
+    remote = [i for i, job in enumerate(jobs) if job.entry is None or job.render]
     progress.start(stage_name, len(items))
     per_char: dict[tuple[Path, str], list[tuple[str, float, int, int]]] = {}
     tag_root = source.name or "competition"
+    current: dict[str, dict[str, Any]] = {}
+    own = None
+    if executor is None and len(remote) > 1 and (workers or 2) > 1:
+        _preload(images, any(jobs[i].entry is None for i in remote))
+        executor = own = create_executor("local", workers or default_workers())
     try:
-        outcomes = iter_batch(texts, kind="xml", workers=workers, trials=trials, render=images)
-        for (team, char, path), outcome in zip(items, outcomes, strict=True):
+        outcomes = iter(
+            ordered_map(
+                executor if len(remote) > 1 else None,
+                run_physics_job,
+                [jobs[i] for i in remote],
+                chunk=auto_chunk(len(remote), parallelism(executor)),
+                on_node=_node_reporter(source, [items[i][2] for i in remote], on_node),
+            )
+        )
+        for i, ((team, char, path), job) in enumerate(zip(items, jobs, strict=True)):
+            outcome = next(outcomes) if job.entry is None or job.render else PhysicsOutcome(dict(job.entry))
+            current[keys[i]] = outcome.entry
             rel = _rel(source, path)
             for r in reports.values():
                 r.inputs.append(path)
-            key = (team, char)
-            per_char.setdefault(key, [])
+            group = (team, char)
+            per_char.setdefault(group, [])
+            entry = outcome.entry
             if not outcome.ok:
                 for r in reports.values():
                     r.failed += 1
-                    r.failures.append((rel, outcome.error or "failed"))
-                log.write(f"{rel}: Failed - {outcome.error}")
+                    r.failures.append((rel, entry["error"] or "failed"))
+                log.write(f"{rel}: Failed - {entry['error']}")
                 progress(1)
                 continue
+            total, moving = int(entry["total_blocks"]), int(entry["moving_blocks"])
             if stability:
                 tag = f"{tag_root}/{rel}"
-                score = unity_score(outcome.total_blocks, outcome.moving_blocks)
-                per_char[key].append((tag, score, outcome.total_blocks, outcome.moving_blocks))
+                per_char[group].append((tag, unity_score(total, moving), total, moving))
                 reports["stability"].succeeded += 1
             if images and outcome.png is not None:
                 target = team / "images" / char / (path.stem + ".png")
                 if raw_images:
-                    _write_raw_image(
-                        team / "images" / char / (path.stem + "_raw.png"), outcome.xml or "", trials
-                    )
+                    _write_raw_image(team / "images" / char / (path.stem + "_raw.png"), job.xml, trials)
                 atomic_write_bytes(target, outcome.png)
                 reports["images"].succeeded += 1
                 reports["images"].outputs.append(target)
-            counts = f"{outcome.moving_blocks}/{outcome.total_blocks} moving, {outcome.destroyed_blocks} dead"
-            log.write(f"{rel}: Succeeded - stability {outcome.stability} ({counts})")
+            counts = f"{moving}/{total} moving, {entry['destroyed_blocks']} dead"
+            log.write(f"{rel}: Succeeded - stability {entry['stability']} ({counts})")
             progress(1)
+        cache.save(current)
     finally:
         log.close()
+        if own is not None:
+            own.shutdown()
     if stability:
         for (team, char), entries in per_char.items():
             target = team / "stability" / f"{char}.json"
             atomic_write_text(target, stability_json(entries))
             reports["stability"].outputs.append(target)
     return [reports[n] for n in names]
+
+
+def _node_reporter(
+    source: Path, paths: list[Path], on_node: Callable[[str, str], None] | None
+) -> Callable[[int, str | None], None] | None:
+    """``ordered_map``'s ``(index, node)`` as ``on_node(level path relative to source, node)``."""
+    if on_node is None:
+        return None
+
+    def report(index: int, node: str | None) -> None:
+        if node is not None:
+            on_node(_rel(source, paths[index]), node)
+
+    return report
+
+
+def _preload(images: bool, simulate: bool) -> None:
+    """Import (and warm) here what the level workers need: forked workers inherit it, so Box2D,
+    numpy and the PNG encoder's tables are set up once, not once per worker."""
+    if simulate:
+        import Box2D  # noqa: F401
+    if images:
+        import numpy as np
+
+        from worldforge.pcg.sim.render import IMAGE_SIZE, encode_png
+
+        encode_png(np.full((IMAGE_SIZE, IMAGE_SIZE, 4), 255, dtype=np.uint8))
 
 
 def _write_raw_image(target: Path, xml: str, trials: int) -> None:
@@ -338,11 +399,22 @@ def _write_raw_image(target: Path, xml: str, trials: int) -> None:
 
 
 def stage_stability(
-    source: Path, *, workers: int | None = None, trials: int = 1, progress: Progress | None = None
+    source: Path,
+    *,
+    workers: int | None = None,
+    trials: int = 1,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> StageReport:
     """Stability stage only."""
     return stage_physics(
-        source, stability=True, images=False, workers=workers, trials=trials, progress=progress
+        source,
+        stability=True,
+        images=False,
+        workers=workers,
+        trials=trials,
+        progress=progress,
+        executor=executor,
     )[0]
 
 
@@ -353,6 +425,7 @@ def stage_images(
     trials: int = 1,
     raw_images: bool = False,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> StageReport:
     """Image stage only."""
     return stage_physics(
@@ -363,6 +436,7 @@ def stage_images(
         trials=trials,
         raw_images=raw_images,
         progress=progress,
+        executor=executor,
     )[0]
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.similarity.prep import PrepSpec, shortcut_values
 
 OFFICIAL_MODEL_ID = "pittawat/vit-base-uppercase-english-characters"
 BUNDLED_ID = "worldforge/letter-classifier"
@@ -415,21 +416,19 @@ class LetterClassifier:
         return bool(mine.dtype == theirs.dtype and np.array_equal(mine, theirs))
 
     def _shortcut(self, rows: Any, split: bool) -> Any:
-        """float32 pixel values of ``rows`` via resize + value table: ``(h, w, 3)``, or ``(h, w)``
-        when all three channels hold the same values (a grey image and a uniform table)."""
-        import numpy as np
-
-        from worldforge.pcg.similarity.classifier_input import resize_rows
-
+        """float32 pixel values of ``rows`` (:func:`~worldforge.pcg.similarity.prep.shortcut_values`)."""
         assert self._table is not None
-        table = self._table.table
-        resized = resize_rows(rows, self._table.size, self._table.resample, split=split)
-        if resized.ndim == 2 and self._table.uniform:
-            return np.take(table[0], resized)
-        out = np.empty((*resized.shape[:2], 3), dtype=np.float32)
-        for c in range(3):
-            out[:, :, c] = np.take(table[c], resized if resized.ndim == 2 else resized[:, :, c])
-        return out
+        t = self._table
+        return shortcut_values(rows, t.size, t.resample, t.table, t.uniform, split)
+
+    def prep_spec(self, channels: int, size: tuple[int, int]) -> Any | None:
+        """A picklable :class:`~worldforge.pcg.similarity.prep.PrepSpec` for images of this layout
+        and (width, height), so workers can prepare inputs; ``None`` where the shortcut is not verified."""
+        split = self._shortcut_mode(channels, size) if self._table is not None else None
+        if split is None or self._table is None:
+            return None
+        t = self._table
+        return PrepSpec(t.size, t.resample, t.table, t.uniform, split, channels, size)
 
     def _prepare(self, image: Any) -> Any:
         """One input as float32 pixel values (shortcut, see :meth:`_shortcut`) or as the RGB image
@@ -442,6 +441,9 @@ class LetterClassifier:
         """
         from PIL import Image
 
+        values = getattr(image, "prepared_values", None)  # a worker prepared it from the render
+        if values is not None:
+            return values
         source = image
         if isinstance(image, (str, Path)):
             try:

@@ -100,9 +100,9 @@ class SuiteConfig:
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
         if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
-            from worldforge.providers.openai_settings import check_base_url
+            from worldforge.providers.openai_settings import check_base_urls
 
-            check_base_url(str(opts["openai_base_url"]))
+            check_base_urls(opts["openai_base_url"])
         cache = opts.get("cache_dir")
         return cls(
             programs=tuple(resolve_programs(programs)),
@@ -189,10 +189,19 @@ class Classifier:
             return dict(value)
         return {"id": str(value or self.spec or "bundled")}
 
+    def prep_spec(self, channels: int, size: tuple[int, int]) -> Any | None:
+        """The loaded classifier's picklable input shortcut for images of this layout, so level
+        workers can prepare its inputs (``None``: no shortcut, or no model loaded by this adapter)."""
+        spec = getattr(self._model, "prep_spec", None)
+        return spec(channels, size) if callable(spec) else None
+
     def classify(
         self, pngs: Sequence[bytes], embedding: bool = True
     ) -> list[tuple[list[float], list[float]]]:
-        """Softmax over A–Z and (when asked) the embedding per image, rounded (VECTOR_DECIMALS)."""
+        """Softmax over A–Z and (when asked) the embedding per image, rounded (VECTOR_DECIMALS).
+
+        Images are PNG bytes; a :class:`~worldforge.pcg.similarity.prep.PreparedPng` also carries
+        the input a level worker prepared from the in-memory render, which the model then uses."""
         if not pngs:
             return []
         model = self._load()

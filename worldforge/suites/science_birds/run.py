@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ from worldforge.execution.local import start_pool
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import PromptProgram
+from worldforge.pcg.sim.render import IMAGE_SIZE
+from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.providers.ollama import (
     TRIAL_TIME_LIMIT_S,
     TRIAL_TOKEN_LIMIT,
@@ -142,6 +145,17 @@ class ItemRunner:
         #: Level images by artifact path when there is no run workspace to write them to.
         self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
+        self._prep: Any = None
+        self._prep_known = False
+
+    def prep_spec(self) -> Any:
+        """The classifier's input shortcut for the renders, handed to the level workers so they
+        prepare the classifier input from the in-memory image (``None``: the PNG is read here)."""
+        if not self._prep_known:
+            spec = getattr(self.classifier, "prep_spec", None)
+            self._prep = spec(4, (IMAGE_SIZE, IMAGE_SIZE)) if callable(spec) else None
+            self._prep_known = True
+        return self._prep
 
     @property
     def cohort_digest(self) -> str:
@@ -263,12 +277,15 @@ class ItemRunner:
         t0 = time.perf_counter()
         generated = [self._generate(key, seed) for key, seed, _ in chunk]
         self.state.add("generate", time.perf_counter() - t0)
+        prep = self.prep_spec()
         jobs = [
-            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()))
+            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()), prep)
             for (key, _, _), gen in zip(chunk, generated, strict=True)
             if gen.get("error") is None
         ]
         root = str(self.cache.root) if self.cache.root is not None else None
+        if getattr(executor, "name", "local") != "local":
+            root = None  # remote workers never write to this machine's disk; the driver does
         if executor is not None and len(jobs) > 1:
             return _ChunkWork(
                 chunk, generated, [executor.submit(_worker_stages, job, root) for job in jobs], []
@@ -283,13 +300,18 @@ class ItemRunner:
         t0 = time.perf_counter()
         outcomes = work.outcomes or [future.result() for future in work.futures]
         by_id = {o["item_id"]: o for o in outcomes}
+        if self.run is not None:  # which machine ran which item: informational, outside digests
+            for future, outcome in zip(work.futures, outcomes, strict=False):
+                node = getattr(future, "node", None)
+                if node is not None:
+                    self.run.emit("item.node", {"item_id": outcome["item_id"], "node": node})
         self.state.add("level_stages_wait", time.perf_counter() - t0)
 
         t0 = time.perf_counter()
         pngs: dict[str, bytes] = {
             iid: base64.b64decode(o["png_b64"]) for iid, o in by_id.items() if o.get("png_b64")
         }
-        vectors = self._classify(pngs)
+        vectors = self._classify(pngs, {iid: o["prepared"] for iid, o in by_id.items() if "prepared" in o})
         self.state.add("classify", time.perf_counter() - t0)
 
         t0 = time.perf_counter()
@@ -393,7 +415,10 @@ class ItemRunner:
             self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
-    def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
+    def _classify(
+        self, pngs: Mapping[str, bytes], prepared: Mapping[str, Any]
+    ) -> dict[str, tuple[list[float], list[float]]]:
+        """Vectors per item (cached by PNG digest); ``prepared`` inputs skip decoding the PNG."""
         result: dict[str, tuple[list[float], list[float]]] = {}
         missing: list[tuple[str, str]] = []
         want_embedding = self.config.diversity_vector == "embedding"
@@ -406,7 +431,11 @@ class ItemRunner:
             else:
                 missing.append((iid, key))
         if missing:
-            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing], want_embedding)
+            inputs = [
+                PreparedPng(pngs[iid], prepared[iid]) if iid in prepared else pngs[iid] for iid, _ in missing
+            ]
+            with _torch_threads(1 if self.config.workers > 1 else None):
+                vectors = self.classifier.classify(inputs, want_embedding)
             for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
                 result[iid] = (softmax, embedding)
                 self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
@@ -482,6 +511,26 @@ class ItemRunner:
         record["sim"] = float(softmax[LETTERS.index(key.letter)])
         record.update(status="ok", failed_stage=None, error=None)
         return record
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int | None) -> Iterator[None]:
+    """torch on ``count`` threads for the block (``None``: unchanged).
+
+    While the level workers keep every core busy, a second torch thread only spins against them
+    (OpenMP busy-waits): one thread classifies several times faster then. The model's outputs do
+    not depend on the thread count (``tests/test_classifier_prep.py`` checks it on the bundled one).
+    """
+    torch = sys.modules.get("torch")
+    if count is None or torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:

@@ -30,6 +30,7 @@ from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.pcg.similarity.prep import prepare_pixels
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
 #: the margin lets a 10,000-line program reach extraction and fail there with a precise reason).
@@ -43,6 +44,8 @@ PREVIEW_CHARS = 2_000
 THUMBNAIL_PX = 96
 
 STAGES = ("generate", "extract", "convert", "simulate", "render", "classify")
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes of every PNG
 _ALLOWED_CONTROL = {"\t", "\n", "\r"}
 
 
@@ -102,7 +105,9 @@ class StageCache:
 
     Keys are ``digest_payload({"stage", "version", "input"})``. JSON values and PNG blobs are
     stored separately (``<stage>/<aa>/<hex>.json`` / ``.png``); writes are atomic so a killed run
-    leaves either a complete entry or none.
+    leaves either a complete entry or none. They are not fsynced (a run writes several entries per
+    item): an entry an operating-system crash damaged fails validation when read (JSON that does
+    not parse, a PNG without its signature and end chunk) and is recomputed.
     """
 
     def __init__(self, root: Path | None) -> None:
@@ -150,7 +155,7 @@ class StageCache:
         self._memory[key] = value
         path = self._path(stage, key, ".json")
         if path is not None:
-            atomic_write_bytes(path, canonical_json(value))
+            atomic_write_bytes(path, canonical_json(value), durable=False)
 
     def get_blob(self, stage: str, key: str) -> bytes | None:
         mem = self._memory.get(key)
@@ -160,9 +165,10 @@ class StageCache:
         path = self._path(stage, key, ".png")
         if path is not None and path.is_file():
             data = path.read_bytes()
-            self._memory[key] = data
-            self._count(self.hits, stage)
-            return data
+            if data.startswith(_PNG_SIGNATURE) and data.endswith(_PNG_END):
+                self._memory[key] = data
+                self._count(self.hits, stage)
+                return data
         self._count(self.misses, stage)
         return None
 
@@ -170,7 +176,7 @@ class StageCache:
         self._memory[key] = data
         path = self._path(stage, key, ".png")
         if path is not None:
-            atomic_write_bytes(path, data)
+            atomic_write_bytes(path, data, durable=False)
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,9 @@ class LevelJob:
     item_id: str
     reply: str
     versions: tuple[tuple[str, str], ...]
+    #: The classifier's input shortcut (:class:`~worldforge.pcg.similarity.prep.PrepSpec`): when set,
+    #: the worker also prepares the classifier input from the in-memory render (``prepared``).
+    prep: Any = None
 
 
 def _stage_error(stage: str, exc: BaseException) -> dict[str, Any]:
@@ -264,8 +273,9 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
     png_key = StageCache.key("render", f"{versions['simulate']}|{versions['render']}", xml_digest)
     sim = cache.get_json("simulate", sim_key) if cache else None
     png = cache.get_blob("render", png_key) if cache and sim is not None and not sim.get("error") else None
+    pixels = None
     if sim is None or (png is None and not sim.get("error")):
-        sim, png = _simulate_and_render(xml)
+        sim, png, pixels = _simulate_and_render(xml)
         if cache:
             cache.put_json("simulate", sim_key, sim)
             if png is not None:
@@ -285,19 +295,35 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         "input_digest": xml_digest,
     }
     out["png_b64"] = base64.b64encode(png).decode("ascii")
-    out["thumbnail"] = thumbnail_data_uri(png)
+    if pixels is None:  # a cached render: decode it once for both uses
+        pixels = _decode_png(png)
+    out["thumbnail"] = thumbnail_data_uri(png, pixels=pixels)
+    if job.prep is not None:
+        values = prepare_pixels(pixels, job.prep)
+        if values is not None:
+            out["prepared"] = values
     return out
 
 
-def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None]:
+def _decode_png(png: bytes) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as img:
+        return np.asarray(img.convert("RGBA"))
+
+
+def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None, Any]:
+    """Stability figures, the PNG and the render's pixels (kept for the thumbnail and the
+    classifier input, so neither decodes the PNG again)."""
     from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import render_png
+    from worldforge.pcg.sim.render import encode_png, render_array
 
     try:
         result = simulate(xml)
     except (StageError, WorldForgeError) as exc:
         empty = {"total_blocks": 0, "moving_blocks": 0, "destroyed_blocks": 0, "stability": 0.0}
-        return {**empty, "error": str(exc)}, None
+        return {**empty, "error": str(exc)}, None, None
     stats: dict[str, Any] = {
         "total_blocks": result.total_blocks,
         "moving_blocks": result.moving_blocks,
@@ -306,17 +332,21 @@ def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None]:
         "error": None,
     }
     try:
-        png = render_png(result)
+        pixels = render_array(result)
+        png = encode_png(pixels)
     except (StageError, WorldForgeError) as exc:
-        return {**stats, "error": f"render: {exc}"}, None
-    return stats, png
+        return {**stats, "error": f"render: {exc}"}, None, None
+    return stats, png, pixels
 
 
-def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX) -> str:
-    """A small embedded PNG for the report gallery (nearest-neighbour keeps the two colours)."""
+def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX, *, pixels: Any = None) -> str:
+    """A small embedded PNG for the report gallery (nearest-neighbour keeps the two colours).
+
+    ``pixels``: the image's RGBA pixels when they are at hand (the same image as ``png``, which is
+    lossless), so the PNG need not be decoded again."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(png)) as img:
+    with Image.fromarray(pixels, mode="RGBA") if pixels is not None else Image.open(io.BytesIO(png)) as img:
         small = (
             img.convert("L").resize((size, size), Image.Resampling.BOX).point(lambda v: 0 if v < 250 else 255)
         )

@@ -10,7 +10,8 @@ Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("scien
 options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
 (default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
 ``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
-``ollama_host``, ``openai_base_url``, ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
+``ollama_host``, ``openai_base_url``, ``executor`` (local|ray), ``ray_address``,
+``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
 ``replay`` (a recorded run directory or :class:`~worldforge.gateway.ReplaySource`: answer every
 request from its exchanges) and ``gateway`` (``False`` calls the providers directly, unrecorded;
 kept for benchmarking the gateway's cost).
@@ -31,6 +32,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.datasets import dataset_references
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationScenario
+from worldforge.execution import create_executor
 from worldforge.execution.local import start_pool
 from worldforge.gateway import Gateway, ReplaySource, load_replay
 from worldforge.suites.science_birds.config import (
@@ -162,7 +164,7 @@ def evaluate(
         gateway = Gateway(forge, models=models, run=run, replay=replay)
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.
-    executor = start_pool(config.workers) if config.workers > 1 else None
+    executor = _level_executor(config)
     try:
         return _evaluate_with(
             models,
@@ -181,6 +183,18 @@ def evaluate(
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
+
+
+def _level_executor(config: SuiteConfig) -> Any:
+    """Where the level stages run: this machine's pool (``workers`` > 1), or Ray when the
+    ``executor`` option says so (``ray_address``, else ``RAY_ADDRESS``, else a private cluster)."""
+    name = str(config.options.get("executor") or "local")
+    if name == "local":
+        if config.options.get("ray_address"):
+            raise WorldForgeError("--ray-address needs --executor ray.")
+        return start_pool(config.workers) if config.workers > 1 else None
+    address = config.options.get("ray_address")
+    return create_executor(name, config.workers, address=str(address) if address else None)
 
 
 def _evaluate_with(
@@ -357,6 +371,9 @@ CLI_OPTION_KEYS = (
     "seed",
     "ollama_host",
     "openai_base_url",
+    "executor",
+    "ray_address",
+    "max_connections",
 )
 
 

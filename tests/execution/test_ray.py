@@ -1,0 +1,210 @@
+"""The Ray executor on a real two-node cluster (loopback, one CPU per node): the folder stages and
+the suite give the bytes and digests of a local run, a worker node killed mid-run changes nothing,
+and the driver's secrets never reach a worker. Without Ray installed, a one-line error names the
+extra; ``import worldforge`` never imports ray."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.ray_cluster import LocalRayCluster, env_value
+from worldforge.cli.app import app
+from worldforge.core.digests import digest_file
+from worldforge.core.errors import WorldForgeError
+from worldforge.execution import create_executor, ordered_map
+from worldforge.execution.ray import scrubbed_env
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-cluster-test-0123456789abcdefABCDEF"
+
+
+def test_missing_ray_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(WorldForgeError) as err:
+        create_executor("ray", 1)
+    assert "worldforge[distributed]" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(WorldForgeError, match="unknown executor 'dask'; choose one of local, ray"):
+        create_executor("dask", 1)
+
+
+def test_worldforge_never_imports_ray_unasked() -> None:
+    code = (
+        "import sys, worldforge, worldforge.execution, worldforge.cli.app\n"
+        "import worldforge.pcg.competition.stages, worldforge.suites.science_birds\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    help_code = (
+        "import sys\nfrom worldforge.cli.app import main\nsys.argv=['worldforge','--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nassert 'ray' not in sys.modules\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", help_code],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def test_sensitive_driver_variables_are_blanked() -> None:
+    env = {"OPENAI_API_KEY": "x", "HF_TOKEN": "y", "PATH": "/bin", "PYTHONPATH": "/src", "HOME": "/root"}
+    assert scrubbed_env(env) == {"HF_TOKEN": "", "OPENAI_API_KEY": ""}
+
+
+def test_local_executor_keeps_input_order() -> None:
+    local = create_executor("local", 2)
+    try:
+        assert list(ordered_map(local, abs, list(range(-40, 0)), chunk=3)) == list(range(40, 0, -1))
+    finally:
+        local.shutdown()
+
+
+# -- a real cluster --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalRayCluster]:
+    pytest.importorskip("ray")
+    nodes = LocalRayCluster(env={"OPENAI_API_KEY": SECRET}).start()
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+@pytest.fixture()
+def ray_executor(cluster: LocalRayCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    import ray
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    executor = create_executor("ray", 2, address=cluster.address)
+    cluster.wait_cpus(ray, 2)
+    try:
+        yield executor
+    finally:
+        executor.shutdown()
+
+
+def _levels(root: Path, n: int) -> Path:
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.levels.glyphs import letter_program
+
+    src = root / "competition"
+    for i in range(n):
+        letter = chr(65 + i % 26)
+        path = src / "team" / "levels" / letter / f"{i // 26 + 1}.xml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(convert(letter_program(letter, 100 + i)), encoding="utf-8")
+    return src
+
+
+def _outputs(src: Path) -> dict[str, str]:
+    return {
+        p.relative_to(src).as_posix(): digest_file(p)
+        for p in sorted(src.rglob("*"))
+        if p.is_file() and ("/stability/" in p.as_posix() or "/images/" in p.as_posix())
+    }
+
+
+@pytest.mark.slow
+def test_worker_sees_no_driver_secret(ray_executor: Any) -> None:
+    assert os.environ["OPENAI_API_KEY"] == SECRET
+    futures = [ray_executor.submit(env_value, "OPENAI_API_KEY") for _ in range(6)]
+    assert [f.result() for f in futures] == [""] * 6
+    assert all(f.node for f in futures)
+
+
+@pytest.mark.slow
+def test_folder_stages_on_ray_write_the_local_bytes(tmp_path: Path, cluster: LocalRayCluster) -> None:
+    local = _levels(tmp_path / "local", 40)
+    remote = _levels(tmp_path / "ray", 40)
+    runner = CliRunner()
+    workspace = tmp_path / "ws"
+    for stage in ("stability", "images"):
+        done = runner.invoke(app, ["pcg", "stage", stage, "--source", str(local), "--workers", "2"])
+        assert done.exit_code == 0, done.output
+        args = ["pcg", "stage", stage, "--source", str(remote), "--executor", "ray"]
+        done = runner.invoke(
+            app, [*args, "--ray-address", cluster.address, "--run-workspace", str(workspace)]
+        )
+        assert done.exit_code == 0, done.output
+    assert len(_outputs(local)) == 40 + 26
+    assert _outputs(remote) == _outputs(local)
+    # the stability run simulated every level on the cluster; its events say where
+    import json
+
+    logs = sorted((workspace / "runs").glob("*/events.jsonl"))
+    events = [json.loads(line) for line in logs[0].read_text().splitlines()]
+    nodes = {e["payload"]["level"]: e["payload"]["node"] for e in events if e["type"] == "level.node"}
+    assert len(nodes) == 40 and all(level.startswith("team/levels/") for level in nodes)
+    assert len(set(nodes.values())) == 2
+
+
+@pytest.mark.slow
+def test_suite_on_ray_gives_the_local_digest(
+    tmp_path: Path, cluster: LocalRayCluster, ray_executor: Any
+) -> None:
+    import json
+
+    from worldforge.forge import WorldForge
+    from worldforge.suites.science_birds.suite import evaluate
+    from worldforge.workspace import start_run
+
+    base = {"programs": ["zero-shot-multi-turn"], "characters": "A-F", "trials": 2, "progress": False}
+    models = ["mock:qwen", "mock:phi"]
+    local = evaluate(models, forge=WorldForge(), options={**base, "workers": 2})
+    ray_opts = {**base, "executor": "ray", "ray_address": cluster.address}
+    with start_run(tmp_path / "ws", kind="evaluation", argv=["test"], config=ray_opts) as run:
+        remote = evaluate(models, forge=WorldForge(), options=ray_opts, run=run)
+        records = run.completed_items()
+        events = [json.loads(line) for line in (run.dir / "events.jsonl").read_text().splitlines()]
+        run.complete({"result_digest": remote.provenance.result_digest})
+    assert remote.provenance.result_digest == local.provenance.result_digest
+    assert [r.metrics for r in remote.results] == [r.metrics for r in local.results]
+    assert len(records) == 2 * 6 * 2
+    # which node ran which item: in the events, never in the records
+    nodes = {e["payload"]["item_id"]: e["payload"]["node"] for e in events if e.get("type") == "item.node"}
+    assert set(nodes) == set(records) and len(set(nodes.values())) == 2
+    assert not any(node in json.dumps(rec) for node in set(nodes.values()) for rec in records.values())
+
+
+@pytest.mark.slow
+def test_killing_a_worker_node_mid_run_changes_nothing(
+    tmp_path: Path, cluster: LocalRayCluster, ray_executor: Any
+) -> None:
+    from worldforge.pcg.competition import stages as folder
+
+    src = _levels(tmp_path / "killed", 160)
+    expected_src = _levels(tmp_path / "expected", 160)
+    folder.stage_physics(expected_src, workers=2)
+
+    class KillAfter:
+        """Progress that kills the worker node once some levels are done and others in flight."""
+
+        def __init__(self) -> None:
+            self.done = 0
+            self.nodes_before: set[str] = set()
+
+        def start(self, description: str, total: int) -> None:
+            return None
+
+        def __call__(self, advance: int = 1) -> None:
+            self.done += advance
+            if self.done == 40:
+                self.nodes_before = set(ray_executor.nodes)
+                cluster.kill_worker()
+
+    progress = KillAfter()
+    try:
+        folder.stage_physics(src, executor=ray_executor, progress=progress)
+    finally:
+        cluster.add_worker()  # later tests on this cluster get their second node back
+    assert progress.done == 160
+    assert len(progress.nodes_before) == 2, "both nodes should have run levels before the kill"
+    assert _outputs(src) == _outputs(expected_src)
