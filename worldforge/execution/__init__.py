@@ -1,0 +1,1 @@
+"""Running work outside the evaluator's own process: the submission trial sandbox (:mod:`.sandbox`)."""
