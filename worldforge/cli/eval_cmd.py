@@ -205,7 +205,7 @@ def eval_command(
     ),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
     program: list[str] = typer.Option(
-        None, "--program", help="science-birds: prompt program DIR (repeatable)."
+        None, "--program", help="science-birds: prompt program DIR or submission DIR/FILE.py (repeatable)."
     ),
     trials: int | None = typer.Option(None, "--trials", help="science-birds: trials per letter."),
     characters: str | None = typer.Option(
@@ -230,6 +230,14 @@ def eval_command(
         help="science-birds: answer every model request from RUN_ID's recorded exchanges "
         "(in --run-workspace) instead of asking the model.",
     ),
+    no_install: bool = typer.Option(
+        False,
+        "--no-install",
+        help="science-birds: run submissions in the current environment (ignore requirements.txt).",
+    ),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox", help="science-birds submissions: auto | bubblewrap | process (default auto)."
+    ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
@@ -253,6 +261,10 @@ def eval_command(
             seed,
             openai_base_url,
         )
+        if no_install:
+            typed["no_install"] = True
+        if sandbox is not None:
+            typed["sandbox"] = sandbox
         options = _cwd_relative_paths(typed)
         workspace = run_workspace if run_workspace is not None else _default_workspace()
         evaluation = EvaluationSuite.from_reference(suite, _with_replay(options, replay, suite, workspace))

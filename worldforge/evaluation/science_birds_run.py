@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ from worldforge.evaluation.science_birds_stages import (
     thumbnail_data_uri,
 )
 from worldforge.gateway.upstream import policy_temperature
-from worldforge.pcg.programs import PromptProgram
+from worldforge.pcg.programs import Program
+from worldforge.pcg.submission import SubmissionProgram
 from worldforge.providers.ollama import (
     TRIAL_TIME_LIMIT_S,
     TRIAL_TOKEN_LIMIT,
@@ -140,7 +141,7 @@ def start_pool(workers: int) -> Executor:
 
 
 def item_input_digest(
-    key: ItemKey, program: PromptProgram, seed: int, model_identity: Any, context: Any
+    key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any
 ) -> str:
     """What must match for a recorded item to be reused on resume."""
     return digest_payload(
@@ -169,8 +170,11 @@ class ItemRunner:
         cache: StageCache,
         state: RunState,
         gateway: Any = None,
+        submissions: Any = None,
     ) -> None:
         self.config = config
+        #: Trial pools for the run's submission programs (``SubmissionTrials``), if any.
+        self.submissions = submissions
         #: The recording gateway every trial talks through (``None``: call the providers directly).
         self.gateway = gateway
         self.forge = forge
@@ -305,7 +309,7 @@ class ItemRunner:
     def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
         """Generate the replies (this process) and start the level stages (the pool)."""
         t0 = time.perf_counter()
-        generated = [self._generate(key, seed) for key, seed, _ in chunk]
+        generated = self._generate_chunk(chunk)
         self.state.add("generate", time.perf_counter() - t0)
         jobs = [
             LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()))
@@ -321,6 +325,26 @@ class ItemRunner:
         outcomes = [run_level_stages(job, self.cache) for job in jobs]
         self.state.add("level_stages", time.perf_counter() - t0)
         return _ChunkWork(chunk, generated, [], outcomes)
+
+    def _generate_chunk(self, chunk: list[tuple[ItemKey, int, str]]) -> list[dict[str, Any]]:
+        """Replies in chunk order; submission trials run on ``workers`` sandboxed hosts at once
+        (each waits on its own process), prompt trials one after another in this process."""
+        parallel = [isinstance(self.programs[key.program], SubmissionProgram) for key, _, _ in chunk]
+        if not any(parallel) or self.config.workers < 2:
+            return [self._generate(key, seed) for key, seed, _ in chunk]
+        out: list[dict[str, Any] | None] = [None] * len(chunk)
+        with ThreadPoolExecutor(max_workers=self.config.workers) as threads:
+            futures = {
+                i: threads.submit(self._generate, key, seed)
+                for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True))
+                if par
+            }
+            for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True)):
+                if not par:
+                    out[i] = self._generate(key, seed)
+            for i, future in futures.items():
+                out[i] = future.result()
+        return [o for o in out if o is not None]
 
     def _finish_chunk(self, work: _ChunkWork) -> list[dict[str, Any]]:
         """Collect the level stages, classify the images in one batch and record every item."""
@@ -355,6 +379,8 @@ class ItemRunner:
 
     def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
         program = self.programs[key.program]
+        if isinstance(program, SubmissionProgram):
+            return self._generate_submission(key, seed, program)
         prompts = program.prompts_for(key.letter)
         options = {"target_character": key.letter, "trial_seed": seed}
         gen_input = digest_payload(
@@ -437,6 +463,35 @@ class ItemRunner:
             self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
+    def _generate_submission(self, key: ItemKey, seed: int, program: SubmissionProgram) -> dict[str, Any]:
+        """One submission trial in the sandbox, through the gateway (the same cache rule as prompts)."""
+        options = {"target_character": key.letter, "trial_seed": seed}
+        gen_input = digest_payload(
+            {"model": self.model_identities.get(key.model), "program": program.digest, "options": options}
+        )
+        base: dict[str, Any] = {"prompt_digests": [], "generate_input": gen_input}
+        gateway = self.gateway
+        if gateway is None or self.submissions is None:
+            return {**base, "reply": None, "error": "generate: submissions run only through the gateway"}
+        use_cache = not getattr(gateway, "replaying", False)
+        cache_key = StageCache.key("generate", "submission/v1+gateway/v1", gen_input)
+        cached = self.cache.get_json("generate", cache_key) if use_cache else None
+        if cached is not None:
+            return {**base, **cached}
+        temperature = policy_temperature(self.model_identities.get(key.model))
+        value = self.submissions.generate(gateway, key, seed, options, temperature)
+        reply = value.get("reply")
+        if reply is not None:
+            reason = screen_reply(reply)
+            if reason is not None:
+                preview = reply_preview(reply)
+                digest = digest_bytes(reply.encode("utf-8", "surrogatepass"))
+                return {**base, **value, "reply": None, "reply_preview": preview, "reply_digest": digest,
+                        "error": reason}  # fmt: skip
+            if use_cache:
+                self.cache.put_json("generate", cache_key, value)
+        return {**base, **value}
+
     def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
         result: dict[str, tuple[list[float], list[float]]] = {}
         missing: list[tuple[str, str]] = []
@@ -477,6 +532,7 @@ class ItemRunner:
             "tokens": gen.get("tokens"),
             **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
             **({"exchanges": gen["exchanges"]} if gen.get("exchanges") is not None else {}),
+            **({"submission": gen["submission"]} if gen.get("submission") is not None else {}),
             "reply": reply,
             "status": "failed",
             "failed_stage": None,

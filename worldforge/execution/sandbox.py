@@ -242,7 +242,7 @@ def host_command(spec: HostSpec, scratch: str) -> tuple[list[str], dict[str, str
     for hidden in _existing([home, "/home", "/root", *spec.hidden]):
         wrap += ["--tmpfs", hidden]
     # Paths the host needs that may sit below a hidden folder (a workspace in /tmp, a venv in a cache).
-    for needed in _existing([python_prefix, sys.base_prefix, str(HOST_SCRIPT.parent)]):
+    for needed in _existing([python_prefix, sys.prefix, sys.base_prefix, str(HOST_SCRIPT.parent)]):
         wrap += ["--ro-bind", needed, needed]
     wrap += ["--ro-bind", source, "/tmp/wf-submission"]
     if spec.relay_socket:
