@@ -151,6 +151,7 @@ class SubmissionTrials:
                     "limits": limits_for(p, self.options).identity(),
                 }
                 for name, p in sorted(self.programs.items())
+                if p.error is None
             },
         }
 

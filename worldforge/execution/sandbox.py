@@ -336,6 +336,10 @@ class TrialPool:
         self._idle.put(host)
 
     def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """One trial on the next idle host; a host that died is replaced (or the trial fails)."""
+        with self._lock:
+            if not self._all:
+                return {"outcome": "crash", "reason": "no trial host could be started again"}
         host = self._idle.get()
         try:
             answer = host.run(request)
@@ -343,6 +347,7 @@ class TrialPool:
             if host.alive():
                 self._idle.put(host)
             else:
+                host.close()
                 with self._lock:
                     self._all.remove(host)
                 try:
