@@ -56,7 +56,10 @@ def test_examples_are_found_with_their_package_entry_and_team() -> None:
 
 def test_run_evaluation_under_main_picks_among_several_loops(tmp_path: Path) -> None:
     text = LOOP.format(name="First") + LOOP.format(name="Second").split("\n\n\n", 1)[1]
-    _write(tmp_path / "two", {"main.py": text + '\nif __name__ == "__main__":\n    run_evaluation("t", Second)\n'})
+    _write(
+        tmp_path / "two",
+        {"main.py": text + '\nif __name__ == "__main__":\n    run_evaluation("t", Second)\n'},
+    )
     program = load_submission(tmp_path / "two")
     assert (program.class_name, program.team_name) == ("Second", "t")
     _write(tmp_path / "ambiguous", {"main.py": text})
@@ -67,10 +70,16 @@ def test_run_evaluation_under_main_picks_among_several_loops(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({"main.py": "import openai\nclient = openai.OpenAI()\n"}, "no TrialLoop subclass (it calls openai directly"),
+        (
+            {"main.py": "import openai\nclient = openai.OpenAI()\n"},
+            "no TrialLoop subclass (it calls openai directly",
+        ),
         ({"main.py": "def run(:\n"}, "main.py:1: syntax error"),
         ({"main.py": "class X(TrialLoop):\n    pass\n"}, "imports neither chatgpt4pcg nor llms4pcg"),
-        ({"a.py": LOOP.format(name="A"), "b.py": "import llms4pcg\n"}, "imports both chatgpt4pcg and llms4pcg"),
+        (
+            {"a.py": LOOP.format(name="A"), "b.py": "import llms4pcg\n"},
+            "imports both chatgpt4pcg and llms4pcg",
+        ),
         ({"helper.py": "x = 1\n"}, "no TrialLoop subclass."),
     ],
 )
@@ -111,7 +120,8 @@ def test_identity_covers_files_but_not_caches_or_the_env_file(tmp_path: Path) ->
 
 def _eval(workspace: Path, *programs: str, extra: tuple[str, ...] = ()) -> Any:
     args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "A,L", "--trials", "2",
-            "--workers", "2", "--no-install", "--run-workspace", str(workspace), "--format", "json"]  # fmt: skip
+            "--workers", "2", "--no-install", "--run-workspace", str(workspace),
+            "--format", "json"]  # fmt: skip
     for program in programs:
         args += ["--program", program]
     return runner.invoke(app, [*args, *extra])
@@ -160,7 +170,9 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     (run_a,) = _runs(ws)
     records = _records(run_a)
     mine = [r for r in records.values() if r["program"] == "critique"]
-    assert len(mine) == 4 and all(r["status"] == "ok" and r["submission"] == {"outcome": "reply"} for r in mine)
+    assert len(mine) == 4 and all(
+        r["status"] == "ok" and r["submission"] == {"outcome": "reply"} for r in mine
+    )
     for record in mine:  # draft (n=2), critique, revision: three exchanges, the last reply is scored
         draft, critique, revise = record["exchanges"]
         assert draft["request"]["n"] == 2 and len(draft["response"]["choices"]) == 2
@@ -194,6 +206,8 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     bundle = runner.invoke(app, ["runs", "bundle", run_a.name, "--workspace-dir", str(ws),
                                  "--output", str(tmp_path / "bundle")])  # fmt: skip
     assert bundle.exit_code == 0, bundle.output
-    texts = {p: p.read_bytes().decode("utf-8", "replace") for p in (tmp_path / "bundle").rglob("*") if p.is_file()}
+    texts = {
+        p: p.read_bytes().decode("utf-8", "replace") for p in (tmp_path / "bundle").rglob("*") if p.is_file()
+    }
     assert any('"exchanges"' in t and "critique" in t for t in texts.values())
     assert not any(SECRET in t for t in texts.values())

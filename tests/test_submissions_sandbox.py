@@ -24,7 +24,7 @@ from worldforge.pcg.submission import load_submission
 
 SECRET = "sk-proj-Zq3J9x7LmP2vR8tY4wK6nB1cD5fH0gA9sE3uI7oQ"
 
-HOSTILE = '''
+HOSTILE = """
 import ctypes, os, socket, subprocess, sys
 from pathlib import Path
 
@@ -59,7 +59,8 @@ class Hostile(TrialLoop):
         if c == "H":
             subprocess.run(["ls", "/"], check=True)
         if c == "I":
-            return Path(os.path.expanduser("~/.ssh/id_rsa")).read_text() + Path("%(home)s/.ssh/id_rsa").read_text()
+            key = Path(os.path.expanduser("~/.ssh/id_rsa")).read_text()
+            return key + Path("%(home)s/.ssh/id_rsa").read_text()
         if c == "J":
             raise RuntimeError("env: " + json_env())
         if c == "K":
@@ -88,7 +89,7 @@ def json_env():
 
 if __name__ == "__main__":
     run_evaluation("hostile", Hostile, model_name="x", local_model_base_url="http://localhost:11434/v1")
-'''
+"""
 
 
 def _hostile(root: Path) -> Path:
@@ -146,14 +147,24 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     assert errors["D"].startswith("submission raised SystemExit: 3")
     assert errors["E"] == "submission crashed: the trial process exited with status 5 without a result"
     assert errors["F"] == "submission crashed: the trial process was killed by SIGSEGV"
-    assert errors["G"].startswith("submission raised PermissionError: blocked by the trial sandbox: os.system")
-    assert errors["H"].startswith("submission raised PermissionError: blocked by the trial sandbox: subprocess")
-    assert errors["I"].startswith(("submission raised FileNotFoundError", "submission raised PermissionError"))
+    assert errors["G"].startswith(
+        "submission raised PermissionError: blocked by the trial sandbox: os.system"
+    )
+    assert errors["H"].startswith(
+        "submission raised PermissionError: blocked by the trial sandbox: subprocess"
+    )
+    assert errors["I"].startswith(
+        ("submission raised FileNotFoundError", "submission raised PermissionError")
+    )
     assert errors["J"].startswith("submission raised RuntimeError: env: ")
     assert "OPENAI_API_KEY', 'not-used'" in errors["J"] and "WF_TEST_CREDENTIAL" not in errors["J"]
-    assert errors["K"].startswith(("submission raised OSError: [Errno 30]", "submission raised PermissionError"))
+    assert errors["K"].startswith(
+        ("submission raised OSError: [Errno 30]", "submission raised PermissionError")
+    )
     assert "blocked by the trial sandbox: network connection to ('10.255.255.1', 80)" in errors["L"]
-    assert errors["M"].startswith("submission raised ModuleNotFoundError: No module named 'not_a_module_anywhere'")
+    assert errors["M"].startswith(
+        "submission raised ModuleNotFoundError: No module named 'not_a_module_anywhere'"
+    )
     assert errors["M"].endswith("at main.py:44")
     assert errors["N"] == "submission: no output (the package caught slow on purpose)"
     assert errors["O"] == "submission: no output (the package caught bad on purpose)"

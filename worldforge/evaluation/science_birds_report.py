@@ -13,7 +13,7 @@ from typing import Any
 
 from worldforge.core.canonical import pretty_json
 from worldforge.evaluation.science_birds_scores import CohortScores
-from worldforge.pcg.programs import ZERO_SHOT_BASELINE, PromptProgram
+from worldforge.pcg.programs import ZERO_SHOT_BASELINE, Program
 
 #: What the baseline comparison says when there is nothing to compare with (a sentence, not an
 #: empty table, so that the reader learns why no winner is declared).
@@ -32,7 +32,7 @@ def _r(value: float, places: int = 6) -> float:
 
 
 def result_rows(
-    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[PromptProgram]
+    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[Program]
 ) -> list[dict[str, Any]]:
     """One row per (model, program): the values that become :class:`EvaluationResult` objects."""
     rows = []
@@ -77,7 +77,7 @@ def result_rows(
 def build_sections(
     scores: CohortScores,
     records: Mapping[str, Mapping[str, Any]],
-    programs: Sequence[PromptProgram],
+    programs: Sequence[Program],
     letters: Sequence[str],
     measurement: Mapping[str, Any],
 ) -> dict[str, Any]:

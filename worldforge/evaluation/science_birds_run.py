@@ -47,6 +47,7 @@ from worldforge.evaluation.science_birds_stages import (
     stage_versions,
     thumbnail_data_uri,
 )
+from worldforge.evaluation.science_birds_submissions import submission_item
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs import Program
 from worldforge.pcg.submission import SubmissionProgram
@@ -464,33 +465,8 @@ class ItemRunner:
         return {**base, **value}
 
     def _generate_submission(self, key: ItemKey, seed: int, program: SubmissionProgram) -> dict[str, Any]:
-        """One submission trial in the sandbox, through the gateway (the same cache rule as prompts)."""
-        options = {"target_character": key.letter, "trial_seed": seed}
-        gen_input = digest_payload(
-            {"model": self.model_identities.get(key.model), "program": program.digest, "options": options}
-        )
-        base: dict[str, Any] = {"prompt_digests": [], "generate_input": gen_input}
-        gateway = self.gateway
-        if gateway is None or self.submissions is None:
-            return {**base, "reply": None, "error": "generate: submissions run only through the gateway"}
-        use_cache = not getattr(gateway, "replaying", False)
-        cache_key = StageCache.key("generate", "submission/v1+gateway/v1", gen_input)
-        cached = self.cache.get_json("generate", cache_key) if use_cache else None
-        if cached is not None:
-            return {**base, **cached}
-        temperature = policy_temperature(self.model_identities.get(key.model))
-        value = self.submissions.generate(gateway, key, seed, options, temperature)
-        reply = value.get("reply")
-        if reply is not None:
-            reason = screen_reply(reply)
-            if reason is not None:
-                preview = reply_preview(reply)
-                digest = digest_bytes(reply.encode("utf-8", "surrogatepass"))
-                return {**base, **value, "reply": None, "reply_preview": preview, "reply_digest": digest,
-                        "error": reason}  # fmt: skip
-            if use_cache:
-                self.cache.put_json("generate", cache_key, value)
-        return {**base, **value}
+        identity = self.model_identities.get(key.model)
+        return submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
 
     def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
         result: dict[str, tuple[list[float], list[float]]] = {}

@@ -21,8 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.evaluation.science_birds_stages import StageCache, reply_preview, screen_reply
 from worldforge.execution.environments import (
     SubmissionEnvironment,
     require_package,
@@ -36,6 +38,7 @@ from worldforge.execution.sandbox import (
     bubblewrap_status,
     resolve_isolation,
 )
+from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.submission import SubmissionProgram
 
 #: The packages' per-trial limits (``max_time`` in their chat functions) and their default model.
@@ -287,6 +290,46 @@ class SubmissionTrials:
         self._staged = []
 
 
+def submission_item(
+    trials: SubmissionTrials | None,
+    gateway: Any,
+    cache: StageCache,
+    key: Any,
+    seed: int,
+    program: SubmissionProgram,
+    model_identity: Any,
+) -> dict[str, Any]:
+    """One submission item's generate stage (the same cache and screening rules as prompt trials)."""
+    options = {"target_character": key.letter, "trial_seed": seed}
+    gen_input = digest_payload({"model": model_identity, "program": program.digest, "options": options})
+    base: dict[str, Any] = {"prompt_digests": [], "generate_input": gen_input}
+    if gateway is None or trials is None:
+        return {**base, "reply": None, "error": "generate: submissions run only through the gateway"}
+    use_cache = not getattr(gateway, "replaying", False)
+    cache_key = StageCache.key("generate", "submission/v1+gateway/v1", gen_input)
+    cached = cache.get_json("generate", cache_key) if use_cache else None
+    if cached is not None:
+        return {**base, **cached}
+    value = trials.generate(gateway, key, seed, options, policy_temperature(model_identity))
+    reply = value.get("reply")
+    if reply is not None:
+        reason = screen_reply(reply)
+        if reason is not None:
+            preview = reply_preview(reply)
+            digest = digest_bytes(reply.encode("utf-8", "surrogatepass"))
+            return {
+                **base,
+                **value,
+                "reply": None,
+                "reply_preview": preview,
+                "reply_digest": digest,
+                "error": reason,
+            }
+        if use_cache:
+            cache.put_json("generate", cache_key, value)
+    return {**base, **value}
+
+
 __all__ = [
     "PACKAGE_SECONDS",
     "PACKAGE_TOKENS",
@@ -294,4 +337,5 @@ __all__ = [
     "limits_for",
     "prepare",
     "stage_files",
+    "submission_item",
 ]

@@ -146,7 +146,9 @@ def build_environment(requirements: str, cache_root: Path, where: str) -> Submis
             shutil.rmtree(building, ignore_errors=True)
     except subprocess.TimeoutExpired:
         shutil.rmtree(building, ignore_errors=True)
-        raise WorldForgeError(f"{where}: installing requirements.txt took longer than {PIP_SECONDS} s.") from None
+        raise WorldForgeError(
+            f"{where}: installing requirements.txt took longer than {PIP_SECONDS} s."
+        ) from None
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise

@@ -185,7 +185,7 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
         tuple(cfg.get("allow_read") or ()),
     )
     result: dict[str, Any]
-    competition = importlib.import_module(f"{package}.competition")
+    competition: Any = importlib.import_module(f"{package}.competition")
     context_mod = importlib.import_module(f"{package}.models.trial_context")
     run_trial = getattr(competition, "__run_trial")
     original_run_evaluation = competition.run_evaluation
@@ -225,8 +225,11 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
     except BaseException as exc:  # noqa: BLE001 - every failure of a trial is a recorded outcome
         frames = traceback.extract_tb(exc.__traceback__)
         where = next(
-            (f"{os.path.relpath(f.filename, workdir)}:{f.lineno}" for f in reversed(frames)
-             if f.filename.startswith(workdir)),
+            (
+                f"{os.path.relpath(f.filename, workdir)}:{f.lineno}"
+                for f in reversed(frames)
+                if f.filename.startswith(workdir)
+            ),
             None,
         )
         result = {
@@ -326,7 +329,7 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
     for fd in (out_r, res_r):
         os.close(fd)
     if cfg["pid_namespace"]:
-        _sweep({os.getpid(), *( [relay_pid] if relay_pid else [] )})
+        _sweep({os.getpid(), *([relay_pid] if relay_pid else [])})
     else:
         try:
             os.killpg(pid, signal.SIGKILL)

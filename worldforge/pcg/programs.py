@@ -243,7 +243,7 @@ def resolve_programs(specs: Iterable[str | Path] | None) -> list[Program]:
     a shipped baseline is that baseline (see :func:`_as_shipped_baseline`).
     """
     values = [s for s in (specs or []) if s]
-    programs = (
+    programs: list[Program] = (
         [builtin_program(n) for n in BUILTIN_PROGRAMS]
         if not values
         else [_resolve_one(v, len(values) > 1) for v in values]

@@ -243,7 +243,9 @@ def load_submission(path: str | Path, *, name: str | None = None) -> SubmissionP
             raise WorldForgeError(f"{root}: larger than {MAX_SUBMISSION_BYTES} bytes.")
         entries.append(SubmissionFile(rel, digest_bytes(data), len(data)))
         if rel.endswith(".py"):
-            scans[rel] = scan_source(_read_python(file, f"{given}:{rel}" if only is None else str(given)), rel)
+            scans[rel] = scan_source(
+                _read_python(file, f"{given}:{rel}" if only is None else str(given)), rel
+            )
     label = str(given)
     loops = [(rel, cls) for rel, s in scans.items() for cls in s.trial_loops]
     packages = set().union(*(s.packages for s in scans.values())) if scans else set()
@@ -256,7 +258,8 @@ def load_submission(path: str | Path, *, name: str | None = None) -> SubmissionP
         )
     if not packages:
         raise WorldForgeError(
-            f"{label}: not a valid submission: TrialLoop {loops[0][1]} imports neither chatgpt4pcg nor llms4pcg."
+            f"{label}: not a valid submission: TrialLoop {loops[0][1]} imports neither "
+            "chatgpt4pcg nor llms4pcg."
         )
     if len(packages) > 1:
         raise WorldForgeError(f"{label}: imports both chatgpt4pcg and llms4pcg; a submission targets one.")

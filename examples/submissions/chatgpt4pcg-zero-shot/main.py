@@ -4,11 +4,10 @@ Written the way competition entries are: prompt files read relative to this fold
 helper module, ``load_dotenv()``, and ``run_evaluation`` under the main guard.
 """
 
-from dotenv import load_dotenv
-
 from chatgpt4pcg.competition import chat_with_chatgpt, run_evaluation
 from chatgpt4pcg.models.trial_context import TrialContext
 from chatgpt4pcg.models.trial_loop import TrialLoop
+from dotenv import load_dotenv
 from prompt_utils import fill_prompt
 
 load_dotenv()
