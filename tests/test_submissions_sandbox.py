@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -165,7 +167,7 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     assert errors["M"].startswith(
         "submission raised ModuleNotFoundError: No module named 'not_a_module_anywhere'"
     )
-    assert errors["M"].endswith("at main.py:44")
+    assert errors["M"].endswith("at main.py:45")
     assert errors["N"] == "submission: no output (the package caught slow on purpose)"
     assert errors["O"] == "submission: no output (the package caught bad on purpose)"
     assert errors["P"] is None and got["P"]["reply"] and again["error"] is None
@@ -175,3 +177,23 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     assert len(got["P"]["exchanges"]) == 1 and got["A"]["exchanges"] == []
     assert (folder / "main.py").read_bytes() == before  # the original is untouched
     assert (folder / "prompts" / "task.txt").read_text() == "Build <OBJECT> with drop_block.\n"
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_hosts_outlive_the_thread_that_started_them(isolation: str, tmp_path: Path, gateway: Gateway) -> None:
+    """Hosts start lazily on a generation thread; the next chunk's threads must still find them."""
+    trials = _trials(_hostile(tmp_path), isolation, tmp_path)
+    try:
+        first: list[dict[str, Any]] = []
+        worker = threading.Thread(target=lambda: first.append(_one(trials, gateway, "Q")))
+        worker.start()
+        worker.join()
+        time.sleep(0.5)  # a sandbox tied to the finished thread would be gone by now
+        (pool,) = trials._pools.values()
+        hosts = list(pool._all)
+        assert hosts and all(host.alive() for host in hosts)
+        second = _one(trials, gateway, "R")
+        assert first[0]["error"] is None and second["error"] is None
+        assert pool._all == hosts and pool.start_error == ""
+    finally:
+        trials.close()

@@ -98,13 +98,16 @@ def bubblewrap_status() -> tuple[bool, str]:
 
 
 def _bwrap_base() -> list[str]:
+    """The sandbox flags. No ``--die-with-parent``: its ``PR_SET_PDEATHSIG`` fires when the
+    *thread* that started bwrap exits (hosts start on worker threads); a host exits instead when
+    its stdin closes, which the evaluator's death also causes, and bwrap's PID namespace takes
+    every remaining process of the sandbox with it."""
     return [
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
         "--unshare-all",
-        "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
         "--clearenv",
@@ -326,6 +329,7 @@ class TrialPool:
         self._idle: queue.Queue[TrialHost] = queue.Queue()
         self._all: list[TrialHost] = []
         self._lock = threading.Lock()
+        self.start_error = ""
         for _ in range(max(1, size)):
             self._add()
 
@@ -335,25 +339,37 @@ class TrialPool:
             self._all.append(host)
         self._idle.put(host)
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """One trial on the next idle host; a host that died is replaced (or the trial fails)."""
+    def _replace(self, host: TrialHost) -> None:
+        host.close()
         with self._lock:
-            if not self._all:
-                return {"outcome": "crash", "reason": "no trial host could be started again"}
-        host = self._idle.get()
+            if host in self._all:
+                self._all.remove(host)
+        try:
+            self._add()
+        except WorldForgeError as exc:
+            self.start_error = str(exc)
+
+    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """One trial on the next idle host; a host found dead is replaced before use, one that dies
+        during the trial after it (the trial's answer says why)."""
+        while True:
+            try:
+                host = self._idle.get(timeout=1.0)
+            except queue.Empty:
+                with self._lock:
+                    if not self._all:
+                        return {"outcome": "crash", "reason": f"no trial host: {self.start_error}"}
+                continue
+            if host.alive():
+                break
+            self._replace(host)
         try:
             answer = host.run(request)
         finally:
             if host.alive():
                 self._idle.put(host)
             else:
-                host.close()
-                with self._lock:
-                    self._all.remove(host)
-                try:
-                    self._add()
-                except WorldForgeError:
-                    pass
+                self._replace(host)
         return answer
 
     def close(self) -> None:
