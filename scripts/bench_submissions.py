@@ -66,7 +66,8 @@ def _start_costs(isolation: str, samples: int, gateway_port: int) -> dict[str, A
             try:
                 for i in range(samples):
                     t0 = time.perf_counter()
-                    answer = host.run({"token": "t", "team": "quick", "letter": "A", "trial": i + 1, "model": "m"})
+                    request = {"token": "t", "team": "quick", "letter": "A", "trial": i + 1, "model": "m"}
+                    answer = host.run(request)
                     trials.append(time.perf_counter() - t0)
                     assert answer.get("outcome") == "no_output", answer
             finally:

@@ -123,6 +123,17 @@ def _one(trials: SubmissionTrials, gateway: Gateway, letter: str, trial: int = 1
     return trials.generate(gateway, key, 7, {"target_character": letter, "trial_seed": 7}, None)
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 ISOLATIONS = ["process", pytest.param("bubblewrap", marks=pytest.mark.skipif(
     not bubblewrap_status()[0], reason="bubblewrap is not usable here"))]  # fmt: skip
 
@@ -140,8 +151,11 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
         assert trials.isolation == isolation
         got = {c: _one(trials, gateway, c) for c in "ABCDEFGHIJKLMNOP"}
         again = _one(trials, gateway, "P", 2)  # a fresh process and folder: no marker, counter 1
+        staged = str(trials._staged[0])
     finally:
         trials.close()
+    time.sleep(0.5)
+    assert _processes_mentioning(staged) == []  # no host, relay or trial outlives the pool
     errors = {c: g["error"] for c, g in got.items()}
     assert errors["A"] == "submission: wall-clock limit: killed after 4 s"
     assert errors["B"].startswith("submission raised MemoryError")

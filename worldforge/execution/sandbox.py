@@ -309,15 +309,24 @@ class TrialHost:
         return answer
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        """Close the host's stdin (an idle host exits, and with it the whole sandbox), then kill
+        what is left. Killing alone would not do: bwrap's inner processes are in a session and
+        process group of their own."""
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             try:
                 os.killpg(self.proc.pid, 9)
             except OSError:
                 pass
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
 

@@ -83,6 +83,18 @@ def _relay(listener: socket.socket, unix_path: str) -> None:
                     s.close()
 
 
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when ``parent`` (single-threaded) exits (Linux ``PR_SET_PDEATHSIG``)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
 def _start_relay(unix_path: str) -> tuple[int, int]:
     """A relay process listening on 127.0.0.1 in this network namespace: ``(port, pid)``."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -90,9 +102,16 @@ def _start_relay(unix_path: str) -> tuple[int, int]:
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     port = int(listener.getsockname()[1])
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:
+            # Dies with the host (bwrap's init would otherwise wait for it forever) and holds
+            # none of the host's pipes (the evaluator must see the host's stdout close).
+            _die_with_parent(parent)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
             _relay(listener, unix_path)
         finally:
             os._exit(0)
