@@ -94,11 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--program", default=str(ROOT / "examples" / "submissions" / "llms4pcg-zero-shot"))
     args = parser.parse_args(argv)
 
-    from worldforge.evaluation.science_birds import evaluate
-    from worldforge.evaluation.science_birds_run import Classifier, RunState, parse_characters
     from worldforge.execution.sandbox import bubblewrap_status
     from worldforge.forge import WorldForge
     from worldforge.gateway import Gateway
+    from worldforge.suites.science_birds.config import Classifier, parse_characters
+    from worldforge.suites.science_birds.run import RunState
+    from worldforge.suites.science_birds.suite import evaluate
 
     usable, detail = bubblewrap_status()
     isolations = ["process", *(["bubblewrap"] if usable else [])]
