@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.providers.test_real_model import MODEL as REAL_MODEL
+from tests.providers.test_real_model import LlamaServer, llama_server  # noqa: F401 - fixture
 from tests.suites.test_science_birds import pixel_classifier  # noqa: F401 - fixture
 from worldforge.cli.app import app
 from worldforge.core.errors import WorldForgeError
-from worldforge.pcg.programs import resolve_programs
+from worldforge.pcg.programs import builtin_program, resolve_programs
 from worldforge.pcg.programs.submission import SubmissionProgram, load_submission, looks_like_submission
+from worldforge.suites.science_birds.submissions import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "submissions"
@@ -115,6 +118,25 @@ def test_identity_covers_files_but_not_caches_or_the_env_file(tmp_path: Path) ->
     assert (single.name, [f.path for f in single.files]) == ("main", ["main.py"])
 
 
+def test_an_unsatisfiable_requirement_is_a_per_program_error(tmp_path: Path) -> None:
+    requirements = "--no-index\nno-such-distribution-wf==9.9  # offline on purpose\n"
+    files = {"main.py": LOOP.format(name="Needs"), "requirements.txt": requirements}
+    folder = _write(tmp_path / "needs", files)
+    program = load_submission(folder)
+    assert program.requirements == requirements
+    message = "requirements.txt cannot be installed: ERROR: .*no-such-distribution-wf==9.9"
+    with pytest.raises(WorldForgeError, match=message):
+        prepare([program], {}, tmp_path / "cache")
+    (bad, good), environments = prepare([program, builtin_program("zero-shot")], {}, tmp_path / "cache")
+    assert isinstance(bad, SubmissionProgram) and "no-such-distribution-wf" in str(bad.error)
+    assert good.name == "zero-shot" and environments == {}
+    assert not list((tmp_path / "cache" / "submission-envs").glob("*/environment.json"))  # nothing half-built
+    # --no-install: the current environment, whatever the file says
+    (ready,), environments = prepare([program], {"no_install": True}, tmp_path / "cache")
+    assert isinstance(ready, SubmissionProgram) and ready.error is None
+    assert environments["needs"].kind == "current" and ready.environment == environments["needs"].identity()
+
+
 # -- through the command line, with the mock behind the gateway ----------------------------------------
 
 
@@ -211,3 +233,101 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     }
     assert any('"exchanges"' in t and "critique" in t for t in texts.values())
     assert not any(SECRET in t for t in texts.values())
+
+
+@pytest.mark.slow
+def test_submission_against_a_real_model_server_and_its_replay(
+    llama_server: LlamaServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pixel_classifier: None,  # noqa: F811
+) -> None:
+    """llms4pcg's own OpenAI client, in the sandbox, reaches llama.cpp only through the gateway."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    ws = tmp_path / "ws"
+    args = ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
+            "--openai-base-url", llama_server.base_url, "--program", str(EXAMPLES / "llms4pcg-zero-shot"),
+            "--characters", "A,L", "--trials", "2", "--workers", "1", "--no-install",
+            "--run-workspace", str(ws), "--format", "json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = _runs(ws)
+    records = _records(run_dir)
+    assert len(records) == 4
+    for record in records.values():
+        (exchange,) = record["exchanges"]
+        assert exchange["request"]["model"] == f"openai:{REAL_MODEL}"
+        assert exchange["request"]["client_params"] == {"temperature": 1}  # what the package sent
+        assert record["usage"]["served_models"] == [REAL_MODEL] and record["usage"]["prompt_tokens"] > 100
+        assert record["submission"]["outcome"] == "reply" or record["failed_stage"] != "generate"
+    llama_server.stop()
+    replayed = runner.invoke(app, [*args, "--replay", run_dir.name])
+    assert replayed.exit_code == 0, replayed.output
+    assert _manifest(_runs(ws)[-1])["result_digest"] == _manifest(run_dir)["result_digest"]
+
+
+RESUME_SCRIPT = """
+import json, sys
+from tests.suites.test_science_birds import PixelClassifier
+from worldforge.evaluation import EvaluationSuite
+from worldforge.evaluation.suite import result_payload
+from worldforge.forge import WorldForge
+from worldforge.suites.science_birds import suite as science_birds
+from worldforge.suites.science_birds.config import Classifier
+from worldforge.suites.science_birds.run import RunState
+from worldforge.workspace import start_run
+
+fake = PixelClassifier()
+Classifier.identity = lambda self: fake.identity()
+Classifier.classify = lambda self, pngs, embedding=True: fake.classify(pngs, embedding)
+workspace, program, resume = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else None)
+options = {"programs": [program], "characters": "A-C", "trials": 3, "progress": False, "workers": 1,
+           "chunk_size": 1, "no_install": True}
+state = RunState()
+real_evaluate = science_birds.evaluate
+science_birds.evaluate = lambda *a, **k: real_evaluate(*a, **{**k, "state": state})
+with start_run(workspace, kind="evaluation", argv=["worldforge", "eval"], config=options,
+               resume_run_id=resume) as run:
+    forge = WorldForge(event_sinks=[run.event_sink])
+    report = EvaluationSuite.from_builtin("science-birds", options=options).run_report(
+        ["mock"], forge=forge, run=run)
+    digest = run.complete(result_payload(report), claim_boundary=report.claim_boundary)
+print(json.dumps({"run_id": run.run_id, "result_digest": digest, "reused": state.reused,
+                  "processed": state.processed}))
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_submission_run_resumes_to_the_uninterrupted_digest(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    from tests.suites.test_science_birds_resume import _finish, _python
+
+    script = tmp_path / "run_suite.py"
+    script.write_text(RESUME_SCRIPT, encoding="utf-8")
+    sub = Path(shutil.copytree(EXAMPLES / "llms4pcg-zero-shot", tmp_path / "slow-sub"))
+    main = sub / "main.py"  # a slow trial (the sandbox passes no environment variable to tell it)
+    slow = "        __import__('time').sleep(0.4)\n        prompt = Path("
+    main.write_text(main.read_text().replace("        prompt = Path(", slow), encoding="utf-8")
+    reference = _finish(_python(script, str(tmp_path / "ws-ref"), str(sub)))
+    assert reference["processed"] == 9 and reference["reused"] == 0
+
+    killed_ws = tmp_path / "ws-kill"
+    proc = _python(script, str(killed_ws), str(sub))
+    deadline = time.monotonic() + 120
+    items: list[Path] = []
+    while time.monotonic() < deadline and len(items) < 3:
+        items = list(killed_ws.glob("runs/*/items/*.json"))
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert 3 <= len(items) < 9, "the run was not killed mid-way"
+    (run_dir,) = list((killed_ws / "runs").iterdir())
+    resumed = _finish(_python(script, str(killed_ws), str(sub), run_dir.name))
+    assert resumed["run_id"] == run_dir.name and resumed["reused"] >= 3
+    assert resumed["reused"] + resumed["processed"] == 9
+    assert resumed["result_digest"] == reference["result_digest"]
