@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from worldforge.execution.sandbox import bubblewrap_status
+from worldforge.execution.sandbox import HostSpec, TrialHost, TrialLimits, UnixRelay, bubblewrap_status
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway
 from worldforge.pcg.programs.submission import load_submission
@@ -81,6 +82,8 @@ class Hostile(TrialLoop):
                 raise RuntimeError("saw another trial's state")
             Path("marker.txt").write_text("mine")
             Path("prompts", "task.txt").write_text("changed by a trial")
+        if c == "Z":
+            return "```\\ndrop_block('b11', 10)\\n```"  # never asked the model
         text = Path("prompts", "task.txt").read_text().replace("<OBJECT>", c)
         return chat_with_llm(ctx, [{"role": "user", "content": text}])[0]
 
@@ -149,14 +152,14 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     trials = _trials(folder, isolation, tmp_path)
     try:
         assert trials.isolation == isolation
-        got = {c: _one(trials, gateway, c) for c in "ABCDEFGHIJKLMNOP"}
+        got = {c: _one(trials, gateway, c) for c in "ABCDEFGHIJKLMNOPZ"}
         again = _one(trials, gateway, "P", 2)  # a fresh process and folder: no marker, counter 1
         staged = str(trials._staged[0])
     finally:
         trials.close()
     time.sleep(0.5)
     assert _processes_mentioning(staged) == []  # no host, relay or trial outlives the pool
-    errors = {c: g["error"] for c, g in got.items()}
+    errors = {c: g["error"] for c, g in got.items() if c != "Z"}
     assert errors["A"] == "submission: wall-clock limit: killed after 4 s"
     assert errors["B"].startswith("submission raised MemoryError")
     assert errors["C"] == f"submission: output limit: the trial printed more than {8 * 1024 * 1024} bytes"
@@ -185,6 +188,10 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     assert errors["N"] == "submission: no output (the package caught slow on purpose)"
     assert errors["O"] == "submission: no output (the package caught bad on purpose)"
     assert errors["P"] is None and got["P"]["reply"] and again["error"] is None
+    assert got["P"]["submission"] == {"outcome": "reply", "reply_is_model_output": True}
+    made_up = got.pop("Z")
+    assert made_up["error"] is None and made_up["exchanges"] == []
+    assert made_up["submission"] == {"outcome": "reply", "reply_is_model_output": False}
     for c, g in got.items():
         assert g["reply"] is None or c == "P"
         assert SECRET not in json.dumps(g)
@@ -211,3 +218,36 @@ def test_hosts_outlive_the_thread_that_started_them(isolation: str, tmp_path: Pa
         assert pool._all == hosts and pool.start_error == ""
     finally:
         trials.close()
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_host_whose_evaluator_is_gone_stops_its_running_trial(
+    isolation: str, tmp_path: Path, gateway: Gateway
+) -> None:
+    """The evaluator died mid-trial (its end of the host's stdin closed): the host must not wait
+    for the trial's wall-clock limit, and nothing of the sandbox may survive."""
+    folder = _hostile(tmp_path)
+    relay = UnixRelay(gateway.port) if isolation == "bubblewrap" else None
+    spec = HostSpec(sys.executable, "llms4pcg", folder, "main.py", "Hostile", TrialLimits(wall_seconds=120),
+                    isolation, gateway.port, relay.path if relay else None)  # fmt: skip
+    host = TrialHost(spec)
+    try:
+        answers: list[dict[str, Any]] = []
+        request = {"token": "t", "team": "hostile", "letter": "A", "trial": 1, "model": "mock"}
+        runner = threading.Thread(target=lambda: answers.append(host.run(request)))  # A loops forever
+        runner.start()
+        time.sleep(2.0)
+        assert host.alive() and not answers
+        started = time.monotonic()
+        assert host.proc.stdin is not None
+        host.proc.stdin.close()
+        host.proc.wait(timeout=20)
+        runner.join(timeout=20)
+        assert time.monotonic() - started < 10
+        assert answers == [{"outcome": "crash", "reason": "the trial host stopped answering"}]
+        time.sleep(0.5)
+        assert _processes_mentioning(str(folder)) == []
+    finally:
+        host.close()
+        if relay is not None:
+            relay.close()

@@ -251,12 +251,11 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
             ),
             None,
         )
-        result = {
-            "outcome": "error",
-            "reason": f"{type(exc).__name__}: {exc}"[:2000],
-            "cause": repr(exc.__cause__ or exc.__context__)[:500],
-            "where": where,
-        }
+        reason = f"{type(exc).__name__}: {exc}"
+        cause = exc.__cause__
+        if cause is not None:  # openai's "Connection error." says why only in its cause
+            reason += f" (caused by {type(cause).__name__}: {cause})"
+        result = {"outcome": "error", "reason": reason[:2000], "where": where}
     data = json.dumps(result, ensure_ascii=True).encode("ascii")
     try:
         view = memoryview(data)
@@ -323,7 +322,12 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
         if left <= 0:
             killed = f"wall-clock limit: killed after {cfg['wall_seconds']:g} s"
             break
-        ready, _, _ = select.select(list(open_fds), [], [], left)
+        # The evaluator writes nothing while a trial runs: stdin readable now means it is gone.
+        ready, _, _ = select.select([*open_fds, 0], [], [], left)
+        if 0 in ready:
+            os.killpg(pid, signal.SIGKILL)
+            shutil.rmtree(scratch, ignore_errors=True)
+            os._exit(3)
         for fd in ready:
             chunk = os.read(fd, 1 << 16)
             if not chunk:

@@ -262,6 +262,10 @@ class SubmissionTrials:
         }
         outcome = answer.get("outcome")
         if outcome == "reply" and isinstance(answer.get("reply"), str):
+            # The rules forbid changing the model's reply before it is returned; the evidence says
+            # whether the returned text is one of the choices the gateway served to this trial.
+            served_texts = {c for e in exchanges for c in (e.get("response") or {}).get("choices") or []}
+            result["submission"]["reply_is_model_output"] = answer["reply"] in served_texts
             return {**result, "reply": answer["reply"], "error": None}
         reason = sanitize_text(str(answer.get("reason") or "no reason given"))
         if answer.get("where"):
