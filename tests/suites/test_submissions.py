@@ -137,6 +137,17 @@ def test_an_unsatisfiable_requirement_is_a_per_program_error(tmp_path: Path) -> 
     assert environments["needs"].kind == "current" and ready.environment == environments["needs"].identity()
 
 
+def test_rerun_commands_keep_the_submission_switches() -> None:
+    from worldforge.evaluation.gallery import options_to_cli_args
+    from worldforge.suites.science_birds.suite import cli_options
+
+    options = {"programs": ["sub"], "no_install": True, "sandbox": "process", "progress": False}
+    expected = ["--program", "sub", "--no-install", "--sandbox", "process"]
+    assert options_to_cli_args(cli_options(options)) == expected
+    assert options_to_cli_args(cli_options({**options, "no_install": False})) == [
+        "--program", "sub", "--sandbox", "process"]  # fmt: skip
+
+
 # -- through the command line, with the mock behind the gateway ----------------------------------------
 
 

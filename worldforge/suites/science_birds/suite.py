@@ -389,6 +389,8 @@ CLI_OPTION_KEYS = (
     "seed",
     "ollama_host",
     "openai_base_url",
+    "no_install",
+    "sandbox",
 )
 
 
