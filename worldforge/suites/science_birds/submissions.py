@@ -130,7 +130,11 @@ class SubmissionTrials:
         self.options = dict(options)
         self.run = run
         self.workers = max(1, int(workers))
-        self.isolation = resolve_isolation(str(options.get("sandbox") or "auto"))
+        requested = str(options.get("sandbox") or "auto")
+        if requested not in ("auto", "bubblewrap", "process"):
+            raise WorldForgeError(f"--sandbox: expected auto, bubblewrap or process, got {requested!r}.")
+        # Probing bwrap starts a process: only runs with submissions pay for it.
+        self.isolation = resolve_isolation(requested) if self.programs else "none"
         self._pools: dict[str, TrialPool] = {}
         self._staged: list[Path] = []
         self._relay: UnixRelay | None = None
