@@ -204,7 +204,8 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     records = _records(run_a)
     mine = [r for r in records.values() if r["program"] == "critique"]
     assert len(mine) == 4 and all(
-        r["status"] == "ok" and r["submission"] == {"outcome": "reply"} for r in mine
+        r["status"] == "ok" and r["submission"] == {"outcome": "reply", "reply_is_model_output": True}
+        for r in mine
     )
     for record in mine:  # draft (n=2), critique, revision: three exchanges, the last reply is scored
         draft, critique, revise = record["exchanges"]
