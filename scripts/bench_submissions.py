@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-QUICK = '''
+QUICK = """
 from llms4pcg.models.trial_loop import TrialLoop
 
 
@@ -42,7 +42,7 @@ class Quick(TrialLoop):
     @staticmethod
     def run(ctx, target_character):
         raise ValueError("no model call: measuring the trial overhead")
-'''
+"""
 
 
 def _start_costs(isolation: str, samples: int, gateway_port: int) -> dict[str, Any]:
@@ -140,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             "stages_seconds": {k: round(v, 3) for k, v in sorted(state.timings.items())},
             "result_digest": report.provenance.result_digest,
         },
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": len(os.sched_getaffinity(0))},  # fmt: skip
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": len(os.sched_getaffinity(0)),
+        },  # fmt: skip
         "notes": "trial_seconds is the per-trial overhead of a warm host (copy, fork, import, clean-up); "
         "host_start_seconds is what a cold process per trial would cost instead.",
     }
