@@ -128,11 +128,37 @@ def _warm(package: str) -> None:
     importlib.import_module(f"{package}.competition")
     importlib.import_module(f"{package}.models.trial_context")
     try:
-        from openai import _base_client
-
-        _base_client.platform_headers("0", platform=None)
+        _warm_client()
     except Exception:  # noqa: BLE001 - only a warm-up; the trial reports real failures
         pass
+
+
+def _warm_client() -> None:
+    """Run the OpenAI client's lazy first-use work once, here, instead of in every trial: building
+    a client, a request (to a closed loopback port) and parsing a chat completion (pydantic builds
+    its validators on first use). Only module-level caches change; no submission code has run."""
+    from openai import OpenAI
+    from openai.types.chat import ChatCompletion
+
+    client = OpenAI(api_key="warm-up", base_url="http://127.0.0.1:1/v1", max_retries=0, timeout=2.0)
+    try:
+        client.chat.completions.create(messages=[{"role": "user", "content": "warm-up"}], model="warm-up")
+    except Exception:  # noqa: BLE001 - nothing listens on port 1: the connection error is expected
+        pass
+    finally:
+        client.close()
+    ChatCompletion.model_validate(
+        {
+            "id": "warm-up",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "warm-up",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
 
 
 def _module_name(relpath: str) -> str:
