@@ -115,7 +115,7 @@ def eval_command(
     ),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
     program: list[str] = typer.Option(
-        None, "--program", help="science-birds: prompt program DIR (repeatable)."
+        None, "--program", help="science-birds: prompt program DIR or submission DIR/FILE.py (repeatable)."
     ),
     trials: int | None = typer.Option(None, "--trials", help="science-birds: trials per letter."),
     characters: str | None = typer.Option(
@@ -158,6 +158,14 @@ def eval_command(
         help="science-birds: answer every model request from RUN_ID's recorded exchanges "
         "(in --run-workspace) instead of asking the model.",
     ),
+    no_install: bool = typer.Option(
+        False,
+        "--no-install",
+        help="science-birds: run submissions in the current environment (ignore requirements.txt).",
+    ),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox", help="science-birds submissions: auto | bubblewrap | process (default auto)."
+    ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
@@ -181,6 +189,10 @@ def eval_command(
             ray_address,
             max_connections,
         )
+        if no_install:
+            typed["no_install"] = True
+        if sandbox is not None:
+            typed["sandbox"] = sandbox
         outcome = evaluate(
             EvaluationRequest(
                 suite=suite,

@@ -39,6 +39,9 @@ def options_to_cli_args(options: Mapping[str, Any]) -> list[str]:
     for key in sorted(options, key=lambda k: OPTION_FLAGS.get(k, k)):
         flag = OPTION_FLAGS.get(key, "--" + key.replace("_", "-"))
         value = options[key]
+        if isinstance(value, bool):  # a switch such as --no-install
+            args.extend([flag] if value else [])
+            continue
         values = value if isinstance(value, list) else [value]
         for item in values:
             args.extend([flag, str(item)])

@@ -11,6 +11,9 @@ Results never depend on the executor: a work unit is a plain function of plain v
 a plain value and never touches the run workspace; the driver consumes results by item
 (:func:`ordered_map` keeps input order whatever the completion order) and alone writes files,
 records and events.
+
+Untrusted submission code runs elsewhere in this package: :mod:`.sandbox` (bubblewrap around warm
+trial hosts, :mod:`.trial_host`) and :mod:`.environments` (per-submission Python environments).
 """
 
 from __future__ import annotations

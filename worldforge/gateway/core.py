@@ -124,6 +124,7 @@ class Gateway:
         temperature: float | None = None,
         max_tokens: int = TRIAL_TOKEN_LIMIT,
         max_seconds: float = TRIAL_TIME_LIMIT_S,
+        aliases: Sequence[str] = (),
     ) -> TrialRoute:
         """Register a trial; its token authorizes requests until :meth:`close_trial`."""
         route = TrialRoute(
@@ -135,6 +136,7 @@ class Gateway:
             temperature=temperature,
             max_tokens=int(max_tokens),
             max_seconds=float(max_seconds),
+            aliases=tuple(aliases),
         )
         with self._lock:
             self._routes[route.token] = route
@@ -187,7 +189,7 @@ class Gateway:
         """One chat completion for ``route``: validate, apply the policy, answer, record."""
         started = time.perf_counter()
         try:
-            request = parse_request(body, route.model, route.seed, route.temperature)
+            request = parse_request(body, route.model, route.seed, route.temperature, route.aliases)
         except GatewayError as exc:
             self._emit(
                 "gateway.rejected",

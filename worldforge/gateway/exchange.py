@@ -126,14 +126,24 @@ def safe_digest(value: Any) -> str:
         return digest_payload(_escape(value))
 
 
-def parse_request(body: Any, model: str, seed: int | None, temperature: float | None) -> Request:
-    """Validate an OpenAI chat-completions body for the trial's ``model``; raise :class:`GatewayError`."""
+def parse_request(
+    body: Any,
+    model: str,
+    seed: int | None,
+    temperature: float | None,
+    aliases: Sequence[str] = (),
+) -> Request:
+    """Validate an OpenAI chat-completions body for the trial's ``model``; raise :class:`GatewayError`.
+
+    ``aliases`` are other model names the trial's program may ask for and still be served the
+    trial's model (a submission package that hard-codes ``gpt-3.5-turbo-0125``); the name asked
+    for is recorded with the client parameters."""
     if not isinstance(body, Mapping):
         raise GatewayError("invalid_request_error", "the request body must be a JSON object.")
     if body.get("stream"):
         raise GatewayError("invalid_request_error", "stream: streaming is not supported by the gateway.")
     asked = body.get("model")
-    if asked != model:
+    if asked != model and not (isinstance(asked, str) and asked in aliases):
         raise GatewayError(
             "model_not_found", f"The model `{asked}` is not the model of this trial (`{model}`)."
         )
@@ -158,6 +168,8 @@ def parse_request(body: Any, model: str, seed: int | None, temperature: float | 
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128:
         raise GatewayError("invalid_request_error", f"n: expected an integer in 1..128, got {n!r}.")
     extra = {str(k): v for k, v in sorted(body.items()) if k not in REQUEST_KEYS}
+    if asked != model:
+        extra["model"] = asked
     return Request(model, clean, n, seed, temperature, extra)
 
 

@@ -38,6 +38,8 @@ class TrialRoute:
     temperature: float | None
     max_tokens: int
     max_seconds: float
+    #: Other model names the trial's program may ask for (see ``parse_request``).
+    aliases: tuple[str, ...] = ()
     started: float = field(default_factory=time.monotonic)
     tokens: int = 0
     exchanges: list[dict[str, Any]] = field(default_factory=list)

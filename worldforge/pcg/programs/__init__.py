@@ -1,5 +1,6 @@
 """Programs: what a competitor submits. Prompt folders (``prompt``) are re-exported here, so
-``from worldforge.pcg.programs import load_program`` keeps working.
+``from worldforge.pcg.programs import load_program`` keeps working; Python ``TrialLoop``
+submissions live in ``submission``.
 """
 
 from worldforge.pcg.programs.prompt import (
@@ -9,6 +10,7 @@ from worldforge.pcg.programs.prompt import (
     MAX_TURNS,
     PLACEHOLDER,
     ZERO_SHOT_BASELINE,
+    Program,
     PromptProgram,
     PromptTurn,
     builtin_program,
@@ -17,6 +19,7 @@ from worldforge.pcg.programs.prompt import (
     program_from_texts,
     resolve_programs,
 )
+from worldforge.pcg.programs.submission import SubmissionProgram, load_submission
 
 __all__ = [
     "BUILTIN_PROGRAMS",
@@ -25,11 +28,14 @@ __all__ = [
     "MAX_TURN_BYTES",
     "PLACEHOLDER",
     "ZERO_SHOT_BASELINE",
+    "Program",
     "PromptProgram",
+    "SubmissionProgram",
     "PromptTurn",
     "builtin_program",
     "builtin_programs_dir",
     "load_program",
+    "load_submission",
     "program_from_texts",
     "resolve_programs",
 ]

@@ -20,6 +20,12 @@ from pathlib import Path
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.pcg.programs.submission import (
+    SubmissionProgram,
+    invalid_submission,
+    load_submission,
+    looks_like_submission,
+)
 
 PLACEHOLDER = "<OBJECT>"
 #: One prompt file may hold at most this many bytes (the 2023 rule allowed 900 words, about 6 KB;
@@ -84,6 +90,10 @@ class PromptProgram:
         one letter (the letter does not matter since every letter is one character).
         """
         return sum(len(p) for p in self.prompts_for(letter))
+
+
+#: What ``--program`` resolves to: a prompt folder or a submission program.
+Program = PromptProgram | SubmissionProgram
 
 
 def _check_letter(letter: str) -> None:
@@ -209,22 +219,34 @@ def _as_shipped_baseline(prog: PromptProgram) -> PromptProgram:
     )
 
 
-def _resolve_one(value: str | Path) -> PromptProgram:
-    """One ``--program`` value: a built-in name (unless such a folder exists here) or a folder."""
+def _resolve_one(value: str | Path, several: bool = False) -> Program:
+    """One ``--program`` value: a built-in name (unless such a folder exists here), a prompt folder
+    or a submission (a ``TrialLoop`` program; see :mod:`worldforge.pcg.programs.submission`). An invalid
+    submission among several programs is kept as a failed program instead of stopping the run."""
     if isinstance(value, str) and value in BUILTIN_PROGRAMS and not Path(value).is_dir():
         return builtin_program(value)
+    if looks_like_submission(value):
+        try:
+            return load_submission(value)
+        except WorldForgeError as exc:
+            if not several:
+                raise
+            return invalid_submission(value, str(exc))
     return _as_shipped_baseline(load_program(value))
 
 
-def resolve_programs(specs: Iterable[str | Path] | None) -> list[PromptProgram]:
-    """Turn ``--program`` values (built-in names or folders) into programs; default: both baselines.
+def resolve_programs(specs: Iterable[str | Path] | None) -> list[Program]:
+    """Turn ``--program`` values (built-in names, folders, submissions) into programs; default:
+    both baselines.
 
     Names must be unique within a run because results are keyed by program name. A folder holding
     a shipped baseline is that baseline (see :func:`_as_shipped_baseline`).
     """
     values = [s for s in (specs or []) if s]
-    programs = (
-        [builtin_program(n) for n in BUILTIN_PROGRAMS] if not values else [_resolve_one(v) for v in values]
+    programs: list[Program] = (
+        [builtin_program(n) for n in BUILTIN_PROGRAMS]
+        if not values
+        else [_resolve_one(v, len(values) > 1) for v in values]
     )
     seen: set[str] = set()
     for prog in programs:
@@ -240,6 +262,7 @@ __all__ = [
     "MAX_TURNS",
     "MAX_TURN_BYTES",
     "PLACEHOLDER",
+    "Program",
     "ZERO_SHOT_BASELINE",
     "PromptProgram",
     "PromptTurn",

@@ -16,7 +16,7 @@ from typing import Any
 from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.programs.prompt import PromptProgram, resolve_programs
+from worldforge.pcg.programs.prompt import Program, resolve_programs
 
 DEFAULT_TRIALS = 10
 DEFAULT_SEED = 42
@@ -71,7 +71,7 @@ def _int_option(options: Mapping[str, Any], key: str, default: int, low: int, hi
 class SuiteConfig:
     """The suite's options after validation (bad values fail before any model is called)."""
 
-    programs: tuple[PromptProgram, ...]
+    programs: tuple[Program, ...]
     letters: tuple[str, ...]
     trials: int
     classifier: str | None

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from worldforge.core.canonical import pretty_json
-from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, PromptProgram
+from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 from worldforge.suites.science_birds.scores import CohortScores
 
 #: What the baseline comparison says when there is nothing to compare with (a sentence, not an
@@ -32,7 +32,7 @@ def _r(value: float, places: int = 6) -> float:
 
 
 def result_rows(
-    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[PromptProgram]
+    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[Program]
 ) -> list[dict[str, Any]]:
     """One row per (model, program): the values that become :class:`EvaluationResult` objects."""
     rows = []
@@ -77,7 +77,7 @@ def result_rows(
 def build_sections(
     scores: CohortScores,
     records: Mapping[str, Mapping[str, Any]],
-    programs: Sequence[PromptProgram],
+    programs: Sequence[Program],
     letters: Sequence[str],
     measurement: Mapping[str, Any],
 ) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,8 @@ from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.execution.local import start_pool
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.programs.prompt import PromptProgram
+from worldforge.pcg.programs.prompt import Program
+from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
 from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.providers.ollama import (
@@ -55,6 +56,7 @@ from worldforge.suites.science_birds.stages import (
     stage_versions,
     thumbnail_data_uri,
 )
+from worldforge.suites.science_birds.submissions import submission_item
 
 
 @dataclass
@@ -99,7 +101,7 @@ def _mock_program(letter: str, seed: int, variant: str) -> tuple[str, int, str, 
 
 
 def item_input_digest(
-    key: ItemKey, program: PromptProgram, seed: int, model_identity: Any, context: Any
+    key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any
 ) -> str:
     """What must match for a recorded item to be reused on resume."""
     return digest_payload(
@@ -128,8 +130,11 @@ class ItemRunner:
         cache: StageCache,
         state: RunState,
         gateway: Any = None,
+        submissions: Any = None,
     ) -> None:
         self.config = config
+        #: Trial pools for the run's submission programs (``SubmissionTrials``), if any.
+        self.submissions = submissions
         #: The recording gateway every trial talks through (``None``: call the providers directly).
         self.gateway = gateway
         self.forge = forge
@@ -275,7 +280,7 @@ class ItemRunner:
     def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
         """Generate the replies (this process) and start the level stages (the pool)."""
         t0 = time.perf_counter()
-        generated = [self._generate(key, seed) for key, seed, _ in chunk]
+        generated = self._generate_chunk(chunk)
         self.state.add("generate", time.perf_counter() - t0)
         prep = self.prep_spec()
         jobs = [
@@ -294,6 +299,26 @@ class ItemRunner:
         outcomes = [run_level_stages(job, self.cache) for job in jobs]
         self.state.add("level_stages", time.perf_counter() - t0)
         return _ChunkWork(chunk, generated, [], outcomes)
+
+    def _generate_chunk(self, chunk: list[tuple[ItemKey, int, str]]) -> list[dict[str, Any]]:
+        """Replies in chunk order; submission trials run on ``workers`` sandboxed hosts at once
+        (each waits on its own process), prompt trials one after another in this process."""
+        parallel = [isinstance(self.programs[key.program], SubmissionProgram) for key, _, _ in chunk]
+        if not any(parallel) or self.config.workers < 2:
+            return [self._generate(key, seed) for key, seed, _ in chunk]
+        out: list[dict[str, Any] | None] = [None] * len(chunk)
+        with ThreadPoolExecutor(max_workers=self.config.workers) as threads:
+            futures = {
+                i: threads.submit(self._generate, key, seed)
+                for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True))
+                if par
+            }
+            for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True)):
+                if not par:
+                    out[i] = self._generate(key, seed)
+            for i, future in futures.items():
+                out[i] = future.result()
+        return [o for o in out if o is not None]
 
     def _finish_chunk(self, work: _ChunkWork) -> list[dict[str, Any]]:
         """Collect the level stages, classify the images in one batch and record every item."""
@@ -333,6 +358,8 @@ class ItemRunner:
 
     def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
         program = self.programs[key.program]
+        if isinstance(program, SubmissionProgram):
+            return self._generate_submission(key, seed, program)
         prompts = program.prompts_for(key.letter)
         options = {"target_character": key.letter, "trial_seed": seed}
         gen_input = digest_payload(
@@ -415,6 +442,10 @@ class ItemRunner:
             self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
+    def _generate_submission(self, key: ItemKey, seed: int, program: SubmissionProgram) -> dict[str, Any]:
+        identity = self.model_identities.get(key.model)
+        return submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
+
     def _classify(
         self, pngs: Mapping[str, bytes], prepared: Mapping[str, Any]
     ) -> dict[str, tuple[list[float], list[float]]]:
@@ -462,6 +493,7 @@ class ItemRunner:
             "tokens": gen.get("tokens"),
             **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
             **({"exchanges": gen["exchanges"]} if gen.get("exchanges") is not None else {}),
+            **({"submission": gen["submission"]} if gen.get("submission") is not None else {}),
             "reply": reply,
             "status": "failed",
             "failed_stage": None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
-from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, PromptProgram
+from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 
 
 @dataclass
@@ -55,7 +55,7 @@ def _vector(record: Mapping[str, Any], kind: str) -> list[float] | None:
 def score_model(
     model: str,
     records: Sequence[Mapping[str, Any]],
-    programs: Sequence[PromptProgram],
+    programs: Sequence[Program],
     letters: Sequence[str],
     trials: int,
     vector_kind: str = "softmax",
@@ -122,7 +122,7 @@ def score_model(
 def score_cohort(
     records: Mapping[str, Mapping[str, Any]],
     models: Sequence[str],
-    programs: Sequence[PromptProgram],
+    programs: Sequence[Program],
     letters: Sequence[str],
     trials: int,
     vector_kind: str = "softmax",

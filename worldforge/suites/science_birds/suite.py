@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from worldforge.evaluation.types import EvaluationScenario
 from worldforge.execution import create_executor
 from worldforge.execution.local import start_pool
 from worldforge.gateway import Gateway, ReplaySource, load_replay
+from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.suites.science_birds.config import (
     Classifier,
     SuiteConfig,
@@ -43,6 +45,8 @@ from worldforge.suites.science_birds.config import (
 )
 from worldforge.suites.science_birds.run import ItemRunner, RunState
 from worldforge.suites.science_birds.stages import StageCache, stage_versions
+from worldforge.suites.science_birds.submissions import SubmissionTrials
+from worldforge.suites.science_birds.submissions import prepare as prepare_submissions
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -111,6 +115,15 @@ def _cache_root(config: SuiteConfig, run: Any) -> Path | None:
 
 def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) -> None:
     for prog in config.programs:
+        if isinstance(prog, SubmissionProgram):
+            # One input per file, so ``runs diff`` names the file that changed.
+            for entry in prog.files:
+                run.add_input_file(f"program:{prog.name}/{entry.path}", prog.source / entry.path)
+            run.add_input_value(
+                f"program:{prog.name}#submission",
+                {k: v for k, v in prog.identity().items() if k != "files"},
+            )
+            continue
         for turn in prog.turns:
             name = f"program:{prog.name}/prompts/{turn.file}"
             path = prog.source / "prompts" / turn.file if prog.source is not None else None
@@ -159,9 +172,16 @@ def evaluate(
         k: replay.identity(k) if replay is not None else _model_identity(v, k, forge.provider(k))
         for k, v in manifests.items()
     }
+    programs, environments = prepare_submissions(config.programs, config.options, _cache_root(config, run))
+    config = replace(config, programs=tuple(programs))
+    submissions = SubmissionTrials(
+        config.programs, environments, config.options, run=run, workers=config.workers
+    )
     gateway = None
-    if replay is not None or config.options.get("gateway", True) is not False:
+    if replay is not None or submissions or config.options.get("gateway", True) is not False:
         gateway = Gateway(forge, models=models, run=run, replay=replay)
+    if submissions:
+        submissions.start()
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.
     executor = _level_executor(config)
@@ -179,8 +199,10 @@ def evaluate(
             identities,
             executor,
             gateway,
+            submissions,
         )
     finally:
+        submissions.close()
         if executor is not None:
             executor.shutdown(cancel_futures=True)
 
@@ -210,6 +232,7 @@ def _evaluate_with(
     identities: dict[str, Any],
     executor: Any,
     gateway: Any = None,
+    submissions: SubmissionTrials | None = None,
 ) -> Any:
     from worldforge import __version__
     from worldforge.evaluation.provenance import ProvenanceEnvelope
@@ -248,6 +271,7 @@ def _evaluate_with(
         cache=cache,
         state=state,
         gateway=gateway,
+        submissions=submissions,
     )
     if gateway is not None:
         from worldforge.gateway import write_session
@@ -339,7 +363,7 @@ def _evaluate_with(
         runtime_manifests={k: v for k, v in manifests.items() if v is not None},
         dataset_manifests=dataset_refs,
         event_count=int(getattr(forge, "event_count", 0) or 0) - events_before,
-        notes=f"{len(records)} items; {failed} failed trials",
+        notes=f"{len(records)} items; {failed} failed trials" + _isolation_note(submissions),
     )
     from worldforge.evaluation.gallery import build_cases
 
@@ -360,6 +384,14 @@ def _evaluate_with(
     return report
 
 
+def _isolation_note(submissions: SubmissionTrials | None) -> str:
+    """Which isolation the submission trials ran under (provenance, kept out of digests)."""
+    if not submissions:
+        return ""
+    info = submissions.describe()
+    return f"; submission trials isolated by {info['isolation']}: {info['sandbox']}"
+
+
 #: Options that map to ``worldforge eval`` flags (used for rerun commands in the failure gallery).
 CLI_OPTION_KEYS = (
     "programs",
@@ -374,6 +406,8 @@ CLI_OPTION_KEYS = (
     "executor",
     "ray_address",
     "max_connections",
+    "no_install",
+    "sandbox",
 )
 
 
@@ -428,7 +462,11 @@ def build_suite(options: Mapping[str, Any] | None = None) -> Any:
     scenarios = [
         EvaluationScenario(
             name=p.name,
-            description=f"prompt program {p.name!r} ({len(p.turns)} turn(s))",
+            description=(
+                f"submission {p.name!r} ({p.package or 'invalid'} {p.class_name})"
+                if isinstance(p, SubmissionProgram)
+                else f"prompt program {p.name!r} ({len(p.turns)} turn(s))"
+            ),
             required_capabilities=("generate",),
             evaluator=_not_standalone,
         )

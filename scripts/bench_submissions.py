@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Benchmark submission trials: process start cost with and without the sandbox, and one submission
+end to end (26 letters x 10 trials, the mock behind the gateway, the bundled classifier).
+
+Two figures per isolation (``process``: no sandbox; ``bubblewrap``, when usable):
+
+* ``host_start_seconds``: starting one trial host (interpreter, ``openai`` and the competition
+  package imported, the relay up) until it is ready: what a trial would cost if every trial were
+  a cold process;
+* ``trial_seconds``: one trial forked from a warm host (private copy of the folder, fork, the
+  submission imported, its ``TrialLoop`` run to a package ``ValueError``, files and processes
+  cleaned up), median and p90 of ``--samples`` trials. No model call: this is pure overhead.
+
+Then ``examples/submissions/llms4pcg-zero-shot`` x 26 letters x 10 trials through
+``evaluate`` (goal < 60 s on a 2-core machine), with the stage breakdown.
+
+    python scripts/bench_submissions.py [--output docs/bench_submissions.json] [--samples 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+QUICK = """
+from llms4pcg.models.trial_loop import TrialLoop
+
+
+class Quick(TrialLoop):
+    @staticmethod
+    def run(ctx, target_character):
+        raise ValueError("no model call: measuring the trial overhead")
+"""
+
+
+def _start_costs(isolation: str, samples: int, gateway_port: int) -> dict[str, Any]:
+    from worldforge.execution.sandbox import HostSpec, TrialHost, TrialLimits, UnixRelay
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "quick"
+        folder.mkdir()
+        (folder / "main.py").write_text(QUICK, encoding="utf-8")
+        relay = UnixRelay(gateway_port) if isolation == "bubblewrap" else None
+        spec = HostSpec(sys.executable, "llms4pcg", folder, "main.py", "Quick", TrialLimits(wall_seconds=30),
+                        isolation, gateway_port, relay.path if relay else None)  # fmt: skip
+        starts, trials = [], []
+        try:
+            for _ in range(3):
+                t0 = time.perf_counter()
+                host = TrialHost(spec)
+                starts.append(time.perf_counter() - t0)
+                host.close()
+            host = TrialHost(spec)
+            try:
+                for i in range(samples):
+                    t0 = time.perf_counter()
+                    request = {"token": "t", "team": "quick", "letter": "A", "trial": i + 1, "model": "m"}
+                    answer = host.run(request)
+                    trials.append(time.perf_counter() - t0)
+                    assert answer.get("outcome") == "no_output", answer
+            finally:
+                host.close()
+        finally:
+            if relay is not None:
+                relay.close()
+    trials.sort()
+    return {
+        "host_start_seconds": round(statistics.median(starts), 4),
+        "trial_seconds_median": round(statistics.median(trials), 4),
+        "trial_seconds_p90": round(trials[int(0.9 * (len(trials) - 1))], 4),
+        "samples": samples,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "bench_submissions.json")
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--letters", default="A-Z")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--program", default=str(ROOT / "examples" / "submissions" / "llms4pcg-zero-shot"))
+    args = parser.parse_args(argv)
+
+    from worldforge.execution.sandbox import bubblewrap_status
+    from worldforge.forge import WorldForge
+    from worldforge.gateway import Gateway
+    from worldforge.suites.science_birds.config import Classifier, parse_characters
+    from worldforge.suites.science_birds.run import RunState
+    from worldforge.suites.science_birds.suite import evaluate
+
+    usable, detail = bubblewrap_status()
+    isolations = ["process", *(["bubblewrap"] if usable else [])]
+    with Gateway(WorldForge(), models=["mock"]) as gateway:
+        start = {iso: _start_costs(iso, args.samples, gateway.port) for iso in isolations}
+
+    workers = args.workers or max(1, len(os.sched_getaffinity(0)))
+    state = RunState()
+    classifier = Classifier(None)
+    classifier.identity()  # load the weights before the clock starts (bench_suite does the same)
+    with tempfile.TemporaryDirectory() as cache:
+        options = {
+            "programs": [args.program],
+            "characters": args.letters,
+            "trials": args.trials,
+            "workers": workers,
+            "progress": False,
+            "cache_dir": cache,
+            "no_install": True,
+        }
+        started = time.perf_counter()
+        report = evaluate(["mock"], forge=WorldForge(), options=options, classifier=classifier, state=state)
+        wall = time.perf_counter() - started
+    items = len(parse_characters(args.letters)) * args.trials
+    payload = {
+        "benchmark": "submission trials (mock behind the gateway, bundled classifier)",
+        "sandbox": detail if usable else f"unavailable: {detail}",
+        "start_cost": start,
+        "end_to_end": {
+            "program": Path(args.program).name,
+            "isolation": "bubblewrap" if usable else "process",
+            "items": items,
+            "workers": workers,
+            "wall_seconds": round(wall, 3),
+            "goal_seconds": 60,
+            "meets_goal": wall < 60,
+            "failed_trials": sum(r.metrics["failed_trials"] for r in report.results),
+            "stages_seconds": {k: round(v, 3) for k, v in sorted(state.timings.items())},
+            "result_digest": report.provenance.result_digest,
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": len(os.sched_getaffinity(0)),
+        },  # fmt: skip
+        "notes": "trial_seconds is the per-trial overhead of a warm host (copy, fork, import, clean-up); "
+        "host_start_seconds is what a cold process per trial would cost instead.",
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(payload, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
