@@ -42,6 +42,7 @@ from worldforge.evaluation.science_birds_stages import StageCache, stage_version
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationScenario
 from worldforge.gateway import Gateway, ReplaySource, load_replay
+from worldforge.pcg.classifier_accuracy import accuracy_sentence, classifier_accuracy
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -268,6 +269,7 @@ def _evaluate_with(
     )
     measurement = {
         "classifier": classifier.identity(),
+        "classifier_accuracy": classifier_accuracy(classifier.identity()),
         "stage_versions": stage_versions(),
         "diversity_vector": config.diversity_vector,
         "trials": config.trials,
@@ -305,7 +307,7 @@ def _evaluate_with(
     claim_boundary = (
         f"{CLAIM_BOUNDARY} This report: classifier {ident.get('id')} "
         f"(weights {ident.get('weights_digest')}), physics {versions['simulate']}, "
-        f"renderer {versions['render']}."
+        f"renderer {versions['render']}. {accuracy_sentence(classifier_accuracy(ident))}"
     )
 
     provenance = ProvenanceEnvelope(
