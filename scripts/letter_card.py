@@ -16,8 +16,9 @@ def model_card(meta: dict[str, Any]) -> str:
     held, hand, corpus = meta["heldout"], meta["hand"], meta["corpus"]
     worst = sorted(held["per_letter"].items(), key=lambda kv: kv[1])[:5]
     lofo_rows = "\n".join(
-        f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} | {_pct(fold['test']['accuracy'])} "
-        f"| {_pct(fold['test']['min_letter'])} | {_pct(fold['test']['ece'])} |"
+        f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} "
+        f"| {_pct(fold['test']['accuracy'])} | {_pct(fold['test']['min_letter'])} "
+        f"| {_pct(fold['test']['ece'])} |"
         for fam, fold in meta["lofo"].items()
     )
     family_rows = "\n".join(
@@ -86,8 +87,11 @@ def manifest(root: Path, folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
         (folder / "config.json", "application/json", "Bundled letter classifier config."),
         (folder / "preprocessor_config.json", "application/json", "Bundled letter classifier processor."),
         (folder / "README.md", "text/markdown", "Bundled letter classifier model card."),
-        (root / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json",
-         "application/json", "Hand-drawn letters on the block grid: the never-trained evaluation family."),
+        (
+            root / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json",
+            "application/json",
+            "Hand-drawn letters on the block grid: the never-trained evaluation family.",
+        ),
     ]
     entries = [
         {
@@ -109,9 +113,9 @@ def manifest(root: Path, folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "description": (
             "Small ResNet letter classifier trained on Science Birds level images of four independent letter "
             "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons), each level built with "
-            "drop_block and run through WorldForge's converter -> Box2D -> render pipeline; a fifth, hand-drawn "
-            "family is only evaluated. The images are not stored; scripts/train_letter_classifier.py "
-            "regenerates them and the checkpoint from seeds."
+            "drop_block and run through WorldForge's converter -> Box2D -> render pipeline; a fifth, "
+            "hand-drawn family is only evaluated. The images are not stored; "
+            "scripts/train_letter_classifier.py regenerates them and the checkpoint from seeds."
         ),
         "license": (
             "Apache-2.0 (weights, generated data, hand-drawn fixture); glyph sources: DejaVu (Bitstream Vera "

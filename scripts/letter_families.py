@@ -67,10 +67,27 @@ FONT_FILES: tuple[str, ...] = tuple(
         "noto/NotoSerif-BoldItalic.ttf",
     )
 )
-PIXEL_FONTS = ("/usr/share/fonts/opentype/terminus/terminus-normal.otb",
-               "/usr/share/fonts/opentype/terminus/terminus-bold.otb")
+PIXEL_FONTS = (
+    "/usr/share/fonts/opentype/terminus/terminus-normal.otb",
+    "/usr/share/fonts/opentype/terminus/terminus-bold.otb",
+)
 PIXEL_SIZES = (12, 14, 16, 20, 24, 28, 32)
 _HI = 160  # px em size for outline rasterization
+FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb"
+
+
+def missing_fonts() -> list[str]:
+    """Glyph source files of the font and pixel families that are not installed."""
+    return [f for f in (*FONT_FILES, *PIXEL_FONTS) if not Path(f).is_file()]
+
+
+def require_fonts(files: Sequence[str]) -> Sequence[str]:
+    """All of ``files``: a partial font set would silently change the corpus and its digest."""
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise RuntimeError(f"letter families need {missing[0]} (Debian packages: {FONT_PACKAGES})")
+    return files
+
 
 Cells = list[list[int]]  # rows top first, 1 = ink (a glyph bitmap before placement)
 Point = tuple[float, float]
@@ -78,7 +95,10 @@ Point = tuple[float, float]
 
 def _arc(cx: float, cy: float, rx: float, ry: float, a0: float, a1: float, n: int = 10) -> list[Point]:
     return [
-        (cx + rx * math.cos(math.radians(a0 + (a1 - a0) * i / n)), cy + ry * math.sin(math.radians(a0 + (a1 - a0) * i / n)))
+        (
+            cx + rx * math.cos(math.radians(a0 + (a1 - a0) * i / n)),
+            cy + ry * math.sin(math.radians(a0 + (a1 - a0) * i / n)),
+        )
         for i in range(n + 1)
     ]
 
@@ -94,45 +114,94 @@ def _skeletons() -> dict[str, list[list[list[Point]]]]:
     stem = [(0.0, 0.0), (0.0, 1.0)]
     s_round = [*_arc(0.5, 0.75, 0.5, 0.25, 20, 270, 8), *_arc(0.5, 0.25, 0.5, 0.25, 90, -160, 8)]
     return {
-        "A": [[[(0, 0), (0.5, 1), (1, 0)], [(0.22, 0.4), (0.78, 0.4)]],
-              [[(0, 0), (0, 0.75), (0.3, 1), (0.7, 1), (1, 0.75), (1, 0)], [(0, 0.45), (1, 0.45)]],
-              [[(0, 0), (0.35, 1), (0.65, 1), (1, 0)], [(0.15, 0.4), (0.85, 0.4)]]],
-        "B": [[stem, bowl_top, bowl_low],
-              [[(0, 0), (0, 1), (0.8, 1), (0.8, 0.5), (0, 0.5)], [(0.8, 0.5), (1, 0.4), (1, 0), (0, 0)]]],
-        "C": [[c_open], [[(1, 1), (0, 1), (0, 0), (1, 0)]], [[(1, 0.85), (0.8, 1), (0.2, 1), (0, 0.8), (0, 0.2), (0.2, 0), (0.8, 0), (1, 0.15)]]],
-        "D": [[stem, [(0, 1), (0.45, 1), *_arc(0.45, 0.5, 0.55, 0.5, 90, -90, 10), (0, 0)]],
-              [[(0, 0), (0, 1), (0.7, 1), (1, 0.7), (1, 0.3), (0.7, 0), (0, 0)]]],
-        "E": [[[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.5), (0.8, 0.5)]],
-              [[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.55), (0.6, 0.55)]]],
-        "F": [[[(1, 1), (0, 1), (0, 0)], [(0, 0.5), (0.8, 0.5)]], [[(1, 1), (0, 1), (0, 0)], [(0, 0.55), (0.6, 0.55)]]],
-        "G": [[c_open, [(1, 0.2), (1, 0.45), (0.55, 0.45)]],
-              [[(1, 1), (0, 1), (0, 0), (1, 0), (1, 0.5), (0.5, 0.5)]],
-              [[*_arc(0.5, 0.5, 0.5, 0.5, 40, 360, 14), (0.55, 0.5)]]],
+        "A": [
+            [[(0, 0), (0.5, 1), (1, 0)], [(0.22, 0.4), (0.78, 0.4)]],
+            [[(0, 0), (0, 0.75), (0.3, 1), (0.7, 1), (1, 0.75), (1, 0)], [(0, 0.45), (1, 0.45)]],
+            [[(0, 0), (0.35, 1), (0.65, 1), (1, 0)], [(0.15, 0.4), (0.85, 0.4)]],
+        ],
+        "B": [
+            [stem, bowl_top, bowl_low],
+            [[(0, 0), (0, 1), (0.8, 1), (0.8, 0.5), (0, 0.5)], [(0.8, 0.5), (1, 0.4), (1, 0), (0, 0)]],
+        ],
+        "C": [
+            [c_open],
+            [[(1, 1), (0, 1), (0, 0), (1, 0)]],
+            [[(1, 0.85), (0.8, 1), (0.2, 1), (0, 0.8), (0, 0.2), (0.2, 0), (0.8, 0), (1, 0.15)]],
+        ],
+        "D": [
+            [stem, [(0, 1), (0.45, 1), *_arc(0.45, 0.5, 0.55, 0.5, 90, -90, 10), (0, 0)]],
+            [[(0, 0), (0, 1), (0.7, 1), (1, 0.7), (1, 0.3), (0.7, 0), (0, 0)]],
+        ],
+        "E": [
+            [[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.5), (0.8, 0.5)]],
+            [[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.55), (0.6, 0.55)]],
+        ],
+        "F": [
+            [[(1, 1), (0, 1), (0, 0)], [(0, 0.5), (0.8, 0.5)]],
+            [[(1, 1), (0, 1), (0, 0)], [(0, 0.55), (0.6, 0.55)]],
+        ],
+        "G": [
+            [c_open, [(1, 0.2), (1, 0.45), (0.55, 0.45)]],
+            [[(1, 1), (0, 1), (0, 0), (1, 0), (1, 0.5), (0.5, 0.5)]],
+            [[*_arc(0.5, 0.5, 0.5, 0.5, 40, 360, 14), (0.55, 0.5)]],
+        ],
         "H": [[stem, [(1, 0), (1, 1)], [(0, 0.5), (1, 0.5)]]],
         "I": [[[(0.5, 0), (0.5, 1)], [(0, 1), (1, 1)], [(0, 0), (1, 0)]], [[(0.5, 0), (0.5, 1)]]],
-        "J": [[[(1, 1), (1, 0.3), *_arc(0.5, 0.3, 0.5, 0.3, 0, -180, 8)]],
-              [[(0.3, 1), (1, 1)], [(0.75, 1), (0.75, 0), (0, 0), (0, 0.3)]]],
+        "J": [
+            [[(1, 1), (1, 0.3), *_arc(0.5, 0.3, 0.5, 0.3, 0, -180, 8)]],
+            [[(0.3, 1), (1, 1)], [(0.75, 1), (0.75, 0), (0, 0), (0, 0.3)]],
+        ],
         "K": [[stem, [(1, 1), (0, 0.45)], [(0.3, 0.6), (1, 0)]], [stem, [(1, 1), (0, 0.5), (1, 0)]]],
         "L": [[[(0, 1), (0, 0), (1, 0)]]],
-        "M": [[[(0, 0), (0, 1), (0.5, 0.4), (1, 1), (1, 0)]], [[(0, 0), (0, 1), (0.5, 0), (1, 1), (1, 0)]],
-              [[(0, 0), (0.15, 1), (0.5, 0.3), (0.85, 1), (1, 0)]], [[(0, 0), (0, 1), (1, 1), (1, 0)], [(0.5, 1), (0.5, 0.35)]]],
+        "M": [
+            [[(0, 0), (0, 1), (0.5, 0.4), (1, 1), (1, 0)]],
+            [[(0, 0), (0, 1), (0.5, 0), (1, 1), (1, 0)]],
+            [[(0, 0), (0.15, 1), (0.5, 0.3), (0.85, 1), (1, 0)]],
+            [[(0, 0), (0, 1), (1, 1), (1, 0)], [(0.5, 1), (0.5, 0.35)]],
+        ],
         "N": [[[(0, 0), (0, 1), (1, 0), (1, 1)]]],
         "O": [[ring], [octagon]],
         "P": [[stem, bowl_p], [[(0, 0), (0, 1), (1, 1), (1, 0.45), (0, 0.45)]]],
-        "Q": [[_arc(0.5, 0.58, 0.5, 0.42, 0, 360, 16), [(0.6, 0.35), (1, 0)]],
-              [[(0.3, 0.15), (0.7, 0.15), (1, 0.45), (1, 0.75), (0.7, 1), (0.3, 1), (0, 0.75), (0, 0.45), (0.3, 0.15)], [(0.55, 0.3), (0.85, 0)]]],
-        "R": [[stem, bowl_p, [(0.35, 0.44), (1, 0)]], [stem, bowl_p, [(0.7, 0.44), (1, 0.2), (1, 0)]],
-              [[(0, 0), (0, 1), (1, 1), (1, 0.5), (0, 0.5)], [(0.5, 0.5), (1, 0)]]],
+        "Q": [
+            [_arc(0.5, 0.58, 0.5, 0.42, 0, 360, 16), [(0.6, 0.35), (1, 0)]],
+            [
+                [
+                    (0.3, 0.15),
+                    (0.7, 0.15),
+                    (1, 0.45),
+                    (1, 0.75),
+                    (0.7, 1),
+                    (0.3, 1),
+                    (0, 0.75),
+                    (0, 0.45),
+                    (0.3, 0.15),
+                ],
+                [(0.55, 0.3), (0.85, 0)],
+            ],
+        ],
+        "R": [
+            [stem, bowl_p, [(0.35, 0.44), (1, 0)]],
+            [stem, bowl_p, [(0.7, 0.44), (1, 0.2), (1, 0)]],
+            [[(0, 0), (0, 1), (1, 1), (1, 0.5), (0, 0.5)], [(0.5, 0.5), (1, 0)]],
+        ],
         "S": [[s_round], [[(1, 1), (0, 1), (0, 0.5), (1, 0.5), (1, 0), (0, 0)]]],
         "T": [[[(0, 1), (1, 1)], [(0.5, 1), (0.5, 0)]]],
-        "U": [[[(0, 1), (0, 0.35), *_arc(0.5, 0.35, 0.5, 0.35, 180, 360, 8), (1, 1)]], [[(0, 1), (0, 0), (1, 0), (1, 1)]]],
+        "U": [
+            [[(0, 1), (0, 0.35), *_arc(0.5, 0.35, 0.5, 0.35, 180, 360, 8), (1, 1)]],
+            [[(0, 1), (0, 0), (1, 0), (1, 1)]],
+        ],
         "V": [[[(0, 1), (0.5, 0), (1, 1)]], [[(0, 1), (0, 0.4), (0.5, 0), (1, 0.4), (1, 1)]]],
-        "W": [[[(0, 1), (0.25, 0), (0.5, 0.7), (0.75, 0), (1, 1)]], [[(0, 1), (0.25, 0), (0.5, 0.45), (0.75, 0), (1, 1)]],
-              [[(0, 1), (0, 0), (1, 0), (1, 1)], [(0.5, 0), (0.5, 0.65)]]],
+        "W": [
+            [[(0, 1), (0.25, 0), (0.5, 0.7), (0.75, 0), (1, 1)]],
+            [[(0, 1), (0.25, 0), (0.5, 0.45), (0.75, 0), (1, 1)]],
+            [[(0, 1), (0, 0), (1, 0), (1, 1)], [(0.5, 0), (0.5, 0.65)]],
+        ],
         "X": [[[(0, 0), (1, 1)], [(0, 1), (1, 0)]]],
-        "Y": [[[(0, 1), (0.5, 0.5), (1, 1)], [(0.5, 0.5), (0.5, 0)]],
-              [[(0, 1), (0, 0.55), (1, 0.55)], [(1, 1), (1, 0.55)], [(0.5, 0.55), (0.5, 0)]],
-              [[(0, 1), (0.5, 0.45)], [(1, 1), (0.5, 0.45), (0.5, 0)]]],
+        "Y": [
+            [[(0, 1), (0.5, 0.5), (1, 1)], [(0.5, 0.5), (0.5, 0)]],
+            [[(0, 1), (0, 0.55), (1, 0.55)], [(1, 1), (1, 0.55)], [(0.5, 0.55), (0.5, 0)]],
+            [[(0, 1), (0.5, 0.45)], [(1, 1), (0.5, 0.45), (0.5, 0)]],
+        ],
         "Z": [[[(0, 1), (1, 1), (0, 0), (1, 0)]]],
     }
 
@@ -210,8 +279,7 @@ def font_cells(letter: str, rng: random.Random) -> Cells:
     """An outline-font glyph area-quantized to 6-16 rows with a random stroke weight and width."""
     from PIL import ImageFilter
 
-    fonts = [f for f in FONT_FILES if Path(f).is_file()]
-    img = _outline(rng.choice(fonts), letter)
+    img = _outline(rng.choice(require_fonts(FONT_FILES)), letter)
     height = rng.randint(6, GRID_HEIGHT)
     weight = rng.uniform(0.8, 1.6)
     if weight > 1.0:
@@ -236,21 +304,24 @@ def _pixel_glyph(path: str, size: int, letter: str) -> tuple[tuple[int, ...], ..
 
 def pixel_cells(letter: str, rng: random.Random) -> Cells:
     """A Terminus bitmap glyph, scaled by whole cells (1-3 across, 1-2 up) and maybe thickened."""
-    fonts = [f for f in PIXEL_FONTS if Path(f).is_file()]
-    options = [(f, s) for f in fonts for s in PIXEL_SIZES]
+    options = [(f, s) for f in require_fonts(PIXEL_FONTS) for s in PIXEL_SIZES]
     rng.shuffle(options)
     for path, size in options:
         glyph = [list(row) for row in _pixel_glyph(path, size, letter)]
         dx = 1 if rng.random() < 0.3 else 0
         dy = 1 if rng.random() < 0.2 else 0
-        scales = [(sx, sy) for sx in (1, 2, 3) for sy in (1, 2)
-                  if (len(glyph[0]) + dx) * sx <= GRID_WIDTH and (len(glyph) + dy) * sy <= GRID_HEIGHT]
+        scales = [
+            (sx, sy)
+            for sx in (1, 2, 3)
+            for sy in (1, 2)
+            if (len(glyph[0]) + dx) * sx <= GRID_WIDTH and (len(glyph) + dy) * sy <= GRID_HEIGHT
+        ]
         if not scales:
             continue
         sx, sy = rng.choice(scales)
         cells = _dilate(glyph, dx, dy)
         return [[v for v in row for _ in range(sx)] for row in cells for _ in range(sy)]
-    raise RuntimeError("pixel family: no Terminus glyph fits the grid (is fonts-terminus-otb installed?)")
+    raise RuntimeError(f"pixel family: no Terminus glyph of {letter!r} fits the grid")
 
 
 CELL_FAMILIES: dict[str, Callable[[str, random.Random], Cells]] = {

@@ -15,12 +15,16 @@ model that heaps are an "A". Levels that only lean or shift keep their intended 
 from __future__ import annotations
 
 import math
+import struct
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from worldforge.core.digests import digest_payload
+from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.glyphs import LETTERS
 
 IMAGE = 128  # stored render size (1024 / 8)
@@ -66,15 +70,27 @@ class Split:
         return [i for i, m in enumerate(self.moved) if m <= HEAP_MOVED]
 
 
-def render_splits(splits: list[Split], workers: int) -> None:
-    """Fill ``small``/``png``/``moved`` of every split (one process pool for all of them)."""
+def render_splits(splits: list[Split], workers: int, cache: Path | None = None) -> None:
+    """Fill ``small``/``png``/``moved`` of every split (one process pool for all of them).
+
+    With ``cache`` the renders are stored under a file named by the digest of the programs, so a
+    second run over the same corpus (another schedule, a crashed run) skips the simulation.
+    """
     items = [(p, s.split != "train") for s in splits for p in s.programs]
     start = time.monotonic()
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(render_item, items, chunksize=16))
-    else:
-        results = [render_item(i) for i in items]
+    path = None
+    if cache is not None:
+        key = digest_payload([[p, png] for p, png in items]).split(":")[1][:24]
+        path = cache / f"letter-corpus-{key}.bin"
+    results = _read_cache(path, len(items)) if path is not None and path.is_file() else None
+    if results is None:
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(render_item, items, chunksize=16))
+        else:
+            results = [render_item(i) for i in items]
+        if path is not None:
+            _write_cache(path, results)
     k = 0
     for s in splits:
         for _ in s.programs:
@@ -84,6 +100,28 @@ def render_splits(splits: list[Split], workers: int) -> None:
             s.moved.append(moved)
             k += 1
     print(f"rendered {len(items)} levels in {time.monotonic() - start:.0f}s", file=sys.stderr)
+
+
+def _write_cache(path: Path, results: list[tuple[bytes, bytes, float]]) -> None:
+    parts = [struct.pack("<I", len(results))]
+    for small, png, moved in results:
+        parts.append(struct.pack("<IId", len(small), len(png), moved))
+        parts += [small, png]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, b"".join(parts))
+
+
+def _read_cache(path: Path, count: int) -> list[tuple[bytes, bytes, float]] | None:
+    data = path.read_bytes()
+    if struct.unpack_from("<I", data)[0] != count:
+        return None
+    out, pos = [], 4
+    for _ in range(count):
+        n_small, n_png, moved = struct.unpack_from("<IId", data, pos)
+        pos += 16
+        out.append((data[pos : pos + n_small], data[pos + n_small : pos + n_small + n_png], moved))
+        pos += n_small + n_png
+    return out
 
 
 def as_tensor(splits: list[Split]) -> tuple[Any, Any]:

@@ -74,7 +74,9 @@ def build_splits(train_seeds: int, heldout_seeds: int) -> list[lt.Split]:
 
 
 def pick(splits: list[lt.Split], *, family: str | None = None, split: str | None = None) -> list[lt.Split]:
-    return [s for s in splits if (family is None or s.family == family) and (split is None or s.split == split)]
+    return [
+        s for s in splits if (family is None or s.family == family) and (split is None or s.split == split)
+    ]
 
 
 def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +85,9 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
     for held in lf.TRAIN_FAMILIES:
         train = [s for s in pick(splits, split="train") if s.family != held]
         data, target = lt.as_tensor(train)
-        model = lt.train(data, target, epochs=args.lofo_epochs, seed=args.seed, lr=args.lr, label=f"lofo-{held}")
+        model = lt.train(
+            data, target, epochs=args.lofo_epochs, seed=args.seed, lr=args.lr, label=f"lofo-{held}"
+        )
         test_data, test_target = lt.as_tensor(pick(splits, family=held))
         probs = lt.softmax_rows(lt.logits_of(model, test_data))
         hand_data, hand_target = lt.as_tensor(pick(splits, family="hand"))
@@ -94,8 +98,10 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
             "test": lt.metrics(probs, test_target.tolist()),
             "hand": lt.metrics(hand_probs, hand_target.tolist()),
         }
-        print(f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']})",
-              file=sys.stderr)
+        print(
+            f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']})",
+            file=sys.stderr,
+        )
     return folds
 
 
@@ -119,13 +125,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train-seeds", type=int, default=40, help="training programs per letter and family")
-    parser.add_argument("--heldout-seeds", type=int, default=3, help="held-out programs per letter and family")
+    parser.add_argument(
+        "--heldout-seeds", type=int, default=3, help="held-out programs per letter and family"
+    )
     parser.add_argument("--epochs", type=int, default=18, help="epochs of the shipped model")
-    parser.add_argument("--lofo-epochs", type=int, default=10, help="epochs of each leave-one-family-out fold")
+    parser.add_argument(
+        "--lofo-epochs", type=int, default=10, help="epochs of each leave-one-family-out fold"
+    )
     parser.add_argument("--lr", type=float, default=4e-3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--baseline", type=Path, help="also measure this checkpoint folder on the same images")
+    parser.add_argument(
+        "--baseline", type=Path, help="also measure this checkpoint folder on the same images"
+    )
+    parser.add_argument("--cache", type=Path, help="folder for rendered corpora")
     parser.add_argument("--no-lofo", action="store_true", help="skip the leave-one-family-out folds")
     parser.add_argument("--no-manifest", action="store_true", help="do not write the dataset manifest")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run into /tmp (no manifest)")
@@ -144,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     begin = time.monotonic()
     load = os.getloadavg()
     splits = build_splits(args.train_seeds, args.heldout_seeds)
-    lt.render_splits(splits, args.workers)
+    lt.render_splits(splits, args.workers, args.cache)
     render_s = time.monotonic() - begin
     folds = {} if args.no_lofo else leave_one_family_out(splits, args)
     lofo_s = time.monotonic() - begin - render_s
@@ -161,14 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     lt.processor().save_pretrained(args.out)
 
     heldout = classify_pngs(args.out, pick(splits, split="heldout"))
-    per_family = {f: classify_pngs(args.out, pick(splits, family=f, split="heldout")) for f in lf.TRAIN_FAMILIES}
+    per_family = {
+        f: classify_pngs(args.out, pick(splits, family=f, split="heldout")) for f in lf.TRAIN_FAMILIES
+    }
     hand = classify_pngs(args.out, pick(splits, family="hand"))
     baseline = None
     if args.baseline is not None:
         baseline = {
             "weights_digest": digest_file(args.baseline / "model.safetensors"),
             "heldout_per_family": {
-                f: classify_pngs(args.baseline, pick(splits, family=f, split="heldout")) for f in lf.TRAIN_FAMILIES
+                f: classify_pngs(args.baseline, pick(splits, family=f, split="heldout"))
+                for f in lf.TRAIN_FAMILIES
             },
             "hand": classify_pngs(args.baseline, pick(splits, family="hand")),
         }
@@ -221,8 +237,16 @@ def main(argv: list[str] | None = None) -> int:
         payload = letter_card.manifest(ROOT, args.out, meta)
         validate_manifest(payload, source=str(args.manifest), root=ROOT)
         atomic_write_text(args.manifest, pretty_json(payload))
-    print(json.dumps({"heldout": heldout["accuracy"], "hand": hand["accuracy"],
-                      "lofo": {k: v["test"]["accuracy"] for k, v in folds.items()}, **timing}))
+    print(
+        json.dumps(
+            {
+                "heldout": heldout["accuracy"],
+                "hand": hand["accuracy"],
+                "lofo": {k: v["test"]["accuracy"] for k, v in folds.items()},
+                **timing,
+            }
+        )
+    )
     return 0
 
 

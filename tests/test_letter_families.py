@@ -22,11 +22,16 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import letter_families as lf  # noqa: E402
 import letter_training as lt  # noqa: E402
 
+fonts = pytest.mark.skipif(
+    bool(lf.missing_fonts()), reason=f"glyph fonts not installed (apt-get install {lf.FONT_PACKAGES})"
+)
+
 
 def _cells(grid: tuple[tuple[int, ...], ...]) -> set[tuple[int, int]]:
     return {(c, r) for r, row in enumerate(grid) for c, v in enumerate(row) if v}
 
 
+@fonts
 @pytest.mark.parametrize("family", ["font", "pixel", "stroke"])
 def test_family_levels_are_deterministic_and_buildable(family: str) -> None:
     for letter in "AGMQRWY":
@@ -39,6 +44,7 @@ def test_family_levels_are_deterministic_and_buildable(family: str) -> None:
     assert len(programs) >= 5
 
 
+@fonts
 def test_families_do_not_produce_the_same_levels() -> None:
     seen: dict[str, set[str]] = {}
     for family in lf.TRAIN_FAMILIES:
@@ -55,6 +61,7 @@ def test_every_letter_has_a_skeleton_and_two_shape_letters_have_alternates() -> 
         assert len(lf.SKELETONS[letter]) >= 2, letter
 
 
+@fonts
 def test_pixel_family_uses_whole_cell_bitmap_glyphs() -> None:
     import random
 
@@ -66,6 +73,7 @@ def test_pixel_family_uses_whole_cell_bitmap_glyphs() -> None:
     assert all(row[0] == 1 and row[-1] == 1 for row in trimmed)
 
 
+@fonts
 def test_handdrawn_fixture_two_per_letter_and_buildable() -> None:
     data = json.loads(lf.HANDDRAWN.read_text())
     letters = [item["letter"] for item in data["letters"]]
