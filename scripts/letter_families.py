@@ -4,7 +4,7 @@ Each family turns ``(letter, seed)`` into a ``drop_block`` program through a gen
 no glyph source with the others, so leave-one-family-out accuracy says how well the classifier reads
 letters drawn in a way it never saw:
 
-* ``glyph``  - the mock generator :func:`worldforge.pcg.glyphs.letter_program` (DejaVu faces,
+* ``glyph``  - the mock generator :func:`worldforge.pcg.levels.glyphs.letter_program` (DejaVu faces,
   Pillow's default font, the built-in 5x7 bitmap), as before.
 * ``font``   - outline fonts from Debian packages (Liberation, FreeFont, Noto; regular and bold,
   upright and italic) rasterized at several heights, widths and stroke weights and quantized to the
@@ -17,7 +17,7 @@ letters drawn in a way it never saw:
 * ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
   handdrawn-letters.json``). Never used for training in any fold: the independent check.
 
-Every target grid is decomposed by :func:`worldforge.pcg.drop_plan.plan_blocks` with a random
+Every target grid is decomposed by :func:`worldforge.pcg.levels.drop_plan.plan_blocks` with a random
 block-type preference (``b31`` vs ``b11``, merging into ``b13``), and for a fifth of the levels
 without the static balance supports, so the physics also produces leaning and partly collapsed
 letters, as language-model levels do.
@@ -33,8 +33,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from worldforge.pcg.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, blocks_to_program, plan_blocks
-from worldforge.pcg.glyphs import LETTERS, letter_program, letter_target, variant_rng
+from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, blocks_to_program, plan_blocks
+from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"

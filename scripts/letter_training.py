@@ -3,7 +3,7 @@
 Levels are rendered by the project's own pipeline (converter -> Box2D -> similarity render) and
 kept as 128 px greyscale (an exact 8x box reduction of the 1024 px image); evaluation sets also keep
 the full render as PNG so the final checkpoint is measured through
-:func:`worldforge.pcg.classifier.load_classifier` exactly as the similarity stage classifies.
+:func:`worldforge.pcg.similarity.classifier.load_classifier` exactly as the similarity stage classifies.
 
 Heaps: a level where more than :data:`HEAP_MOVED` of the blocks moved more than one cell (or were
 destroyed) during the simulation no longer shows its letter (looked at: above a quarter, nearly none is
@@ -25,7 +25,7 @@ from typing import Any
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
-from worldforge.pcg.glyphs import LETTERS
+from worldforge.pcg.letters import LETTERS
 
 IMAGE = 128  # stored render size (1024 / 8)
 INPUT = 64  # model input size (processor box-resizes 1024 -> 64)
@@ -38,9 +38,9 @@ def render_item(item: tuple[str, bool]) -> tuple[bytes, bytes, float]:
     """(128 px greyscale bytes, full PNG or b"", fraction of blocks moved > 1 cell or destroyed)."""
     from PIL import Image
 
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.physics import simulate
-    from worldforge.pcg.render import encode_png, render_array
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import encode_png, render_array
 
     program, keep_png = item
     result = simulate(convert(program))

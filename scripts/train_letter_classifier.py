@@ -12,7 +12,7 @@ Measurement:
 * leave-one-family-out: for every training family F, a model trained on the other three (shorter
   schedule, ``--lofo-epochs``) is tested on all of F's levels;
 * the shipped model (all four families, ``--epochs``) is tested on held-out seeds of every family
-  and on the hand-drawn family, through ``worldforge.pcg.classifier.load_classifier`` on the
+  and on the hand-drawn family, through ``worldforge.pcg.similarity.classifier.load_classifier`` on the
   full-size PNG renders (processor-exact, as the similarity stage);
 * per-letter accuracy, top confusions and expected calibration error (15 bins) everywhere; the
   shipped head is temperature-scaled on the held-out seeds (the temperature is folded into the
@@ -107,7 +107,7 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
 
 def classify_pngs(folder: Path, split_list: list[lt.Split]) -> dict[str, Any]:
     """Metrics of the saved checkpoint on the full-size PNGs (the similarity stage's input path)."""
-    from worldforge.pcg.classifier import load_classifier
+    from worldforge.pcg.similarity.classifier import load_classifier
 
     clf = load_classifier(folder, device="cpu")
     pngs = [s.png[i] for s in split_list for i in s.keep]
