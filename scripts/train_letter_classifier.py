@@ -22,7 +22,7 @@ Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifie
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
 (families, corpus digest). Deterministic for a given seed, machine and thread count (CPU only).
 
-    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # ~30-40 min on 2 shared cores
+    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # 35 min on 2 shared cores (load ~8)
     .venv/bin/python scripts/train_letter_classifier.py --quick             # smoke run into /tmp
 """
 
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--heldout-seeds", type=int, default=3, help="held-out programs per letter and family"
     )
-    parser.add_argument("--epochs", type=int, default=18, help="epochs of the shipped model")
+    parser.add_argument("--epochs", type=int, default=12, help="epochs of the shipped model")
     parser.add_argument(
         "--lofo-epochs", type=int, default=10, help="epochs of each leave-one-family-out fold"
     )
