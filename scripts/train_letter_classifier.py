@@ -22,7 +22,7 @@ Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifie
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
 (families, corpus digest). Deterministic for a given seed, machine and thread count (CPU only).
 
-    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # 35 min on 2 shared cores (load ~8)
+    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # 35 min, 2 shared cores
     .venv/bin/python scripts/train_letter_classifier.py --quick             # smoke run into /tmp
 """
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--epochs", type=int, default=12, help="epochs of the shipped model")
     parser.add_argument(
-        "--lofo-epochs", type=int, default=10, help="epochs of each leave-one-family-out fold"
+        "--lofo-epochs", type=int, default=6, help="epochs of each leave-one-family-out fold"
     )
     parser.add_argument("--lr", type=float, default=4e-3)
     parser.add_argument("--workers", type=int, default=2)
