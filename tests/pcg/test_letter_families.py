@@ -122,3 +122,24 @@ def test_temperature_is_fitted_and_folded_into_the_head() -> None:
     before = lt.logits_of(model, x)
     lt.apply_temperature(model, 2.0)
     assert torch.allclose(lt.logits_of(model, x), before / 2.0, atol=1e-5)
+
+
+def test_render_cache_returns_the_same_renders_and_heap_flags(tmp_path: Path) -> None:
+    programs = [lf.family_program("glyph", "T", 0), "drop_block('b11', 3)\n" * 2]
+
+    def split() -> lt.Split:
+        s = lt.Split("glyph", "heldout")
+        s.programs, s.labels = list(programs), [19, 0]
+        return s
+
+    first, second = split(), split()
+    lt.render_splits([first], workers=1, cache=tmp_path)
+    (cached,) = tmp_path.iterdir()
+    lt.render_splits([second], workers=1, cache=tmp_path)
+    assert (second.small, second.png, second.moved) == (first.small, first.png, first.moved)
+    assert len(first.small[0]) == lt.IMAGE * lt.IMAGE and first.png[0].startswith(b"\x89PNG")
+    assert first.moved == [0.0, 0.0] and first.keep == [0, 1]
+    cached.write_bytes(b"\x05\x00\x00\x00")  # a cache for another corpus size is ignored, not misread
+    third = split()
+    lt.render_splits([third], workers=1, cache=tmp_path)
+    assert third.small == first.small
