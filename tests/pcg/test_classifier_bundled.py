@@ -64,3 +64,44 @@ def test_heldout_accuracy_on_generated_level_images() -> None:
     hits = sum(p.top == c for p, c in zip(result, labels, strict=True))
     accuracy = hits / len(labels)
     assert accuracy >= 0.90, f"held-out accuracy {accuracy:.3f} on {len(labels)} images"
+
+
+def test_never_trained_hand_drawn_family_reproduces_the_recorded_accuracy() -> None:
+    """The hand-drawn letters (never trained on) through the stage pipeline: the card's figure."""
+    import sys
+
+    from worldforge.pcg.sim.pipeline import run_batch
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import letter_families
+
+    hand = letter_families.handdrawn_programs()
+    outcomes = run_batch([program for _, _, program in hand], workers=2)
+    assert all(o.ok and o.png for o in outcomes)
+    training = json.loads((BUNDLED_DIR / "training.json").read_text())
+    recorded = training["hand"]
+    # The training script excludes heaps; none of the hand-drawn levels collapses.
+    assert recorded["images"] == len(hand) == 52
+    result = load_classifier().classify([o.png for o in outcomes], batch_size=64, embedding=False)
+    hits = [p.top == letter for p, (_, letter, _) in zip(result, hand, strict=True)]
+    assert sum(hits) / len(hits) == pytest.approx(recorded["accuracy"], abs=1e-4)
+    assert recorded["accuracy"] >= 0.85
+
+
+def test_card_and_report_figures_name_the_measured_accuracy() -> None:
+    from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
+
+    training = json.loads((BUNDLED_DIR / "training.json").read_text())
+    assert set(training["lofo"]) == {"glyph", "font", "pixel", "stroke"}
+    assert training["lofo_min_accuracy"] == min(f["test"]["accuracy"] for f in training["lofo"].values())
+    card = (BUNDLED_DIR / "README.md").read_text()
+    assert f"{training['lofo_min_accuracy']:.3f}" in card and f"{training['hand']['accuracy']:.3f}" in card
+    accuracy = classifier_accuracy(load_classifier().identity)
+    assert accuracy["measured"] is True
+    assert accuracy["lofo_min_top1"] == training["lofo_min_accuracy"]
+    assert accuracy["hand_drawn_top1"] == training["hand"]["accuracy"]
+    assert str(training["lofo_min_accuracy"]) in accuracy_sentence(accuracy)
+    # Other weights under the bundled id get no borrowed figures.
+    other = classifier_accuracy({"id": BUNDLED_ID, "weights_digest": "sha256:" + "0" * 64})
+    assert other == {"checkpoint": BUNDLED_ID, "measured": False}
+    assert "not measured" in accuracy_sentence(classifier_accuracy({"id": "local:x", "weights_digest": "d"}))

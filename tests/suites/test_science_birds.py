@@ -340,6 +340,10 @@ def test_bundled_classifier_recognises_the_mock_letters() -> None:
     assert result.metrics["ok_trials"] == 15
     assert result.metrics["mean_similarity"] > 0.7
     assert report.sections["measurement"]["classifier.id"] == "worldforge/letter-classifier"
+    # The report says how far similarity can be trusted: the checkpoint's measured accuracy.
+    assert report.sections["measurement"]["classifier_accuracy.measured"] is True
+    lofo = report.sections["measurement"]["classifier_accuracy.lofo_min_top1"]
+    assert f"leave-one-family-out top-1 >= {lofo}" in report.claim_boundary
     rows = report.sections["per_letter"]["rows"]
     assert all(row["sim[mock]"] > 0.4 for row in rows), rows
 

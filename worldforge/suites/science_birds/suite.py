@@ -37,6 +37,7 @@ from worldforge.execution import create_executor
 from worldforge.execution.local import start_pool
 from worldforge.gateway import Gateway, ReplaySource, load_replay
 from worldforge.pcg.programs.submission import SubmissionProgram
+from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
 from worldforge.suites.science_birds.config import (
     Classifier,
     SuiteConfig,
@@ -305,6 +306,7 @@ def _evaluate_with(
     )
     measurement = {
         "classifier": classifier.identity(),
+        "classifier_accuracy": classifier_accuracy(classifier.identity()),
         "stage_versions": stage_versions(),
         "diversity_vector": config.diversity_vector,
         "trials": config.trials,
@@ -342,7 +344,7 @@ def _evaluate_with(
     claim_boundary = (
         f"{CLAIM_BOUNDARY} This report: classifier {ident.get('id')} "
         f"(weights {ident.get('weights_digest')}), physics {versions['simulate']}, "
-        f"renderer {versions['render']}."
+        f"renderer {versions['render']}. {accuracy_sentence(classifier_accuracy(ident))}"
     )
 
     provenance = ProvenanceEnvelope(

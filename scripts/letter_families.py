@@ -1,0 +1,394 @@
+"""Independent letter families for training and measuring the bundled letter classifier.
+
+Each family turns ``(letter, seed)`` into a ``drop_block`` program through a generator that shares
+no glyph source with the others, so leave-one-family-out accuracy says how well the classifier reads
+letters drawn in a way it never saw:
+
+* ``glyph``  - the mock generator :func:`worldforge.pcg.levels.glyphs.letter_program` (DejaVu faces,
+  Pillow's default font, the built-in 5x7 bitmap), as before.
+* ``font``   - outline fonts from Debian packages (Liberation, FreeFont, Noto; regular and bold,
+  upright and italic) rasterized at several heights, widths and stroke weights and quantized to the
+  block grid by area coverage.
+* ``pixel``  - the Terminus bitmap font (Debian ``fonts-terminus-otb``), native pixel glyphs of
+  6-20 rows, scaled by whole cells and optionally thickened: blocky dot-matrix letters.
+* ``stroke`` - skeletons written here as polylines in a unit box, with alternate shapes for letters
+  that have several (single/two-storey, square/round, W as U with a middle stem, ...), jittered and
+  drawn with strokes one to three cells thick.
+* ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
+  handdrawn-letters.json``). Never used for training in any fold: the independent check.
+
+Every target grid is decomposed by :func:`worldforge.pcg.levels.drop_plan.plan_blocks` with a random
+block-type preference (``b31`` vs ``b11``, merging into ``b13``), and for a fifth of the levels
+without the static balance supports, so the physics also produces leaning and partly collapsed
+letters, as language-model levels do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, blocks_to_program, plan_blocks
+from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"
+TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke")
+EVAL_ONLY_FAMILIES = ("hand",)
+
+FONT_FILES: tuple[str, ...] = tuple(
+    f"/usr/share/fonts/truetype/{name}"
+    for name in (
+        "liberation/LiberationSans-Regular.ttf",
+        "liberation/LiberationSans-Bold.ttf",
+        "liberation/LiberationSansNarrow-Bold.ttf",
+        "liberation/LiberationSerif-Regular.ttf",
+        "liberation/LiberationSerif-Bold.ttf",
+        "liberation/LiberationMono-Regular.ttf",
+        "liberation/LiberationMono-Bold.ttf",
+        "liberation/LiberationSans-BoldItalic.ttf",
+        "freefont/FreeSans.ttf",
+        "freefont/FreeSansBold.ttf",
+        "freefont/FreeSerif.ttf",
+        "freefont/FreeSerifBold.ttf",
+        "freefont/FreeMono.ttf",
+        "freefont/FreeMonoBold.ttf",
+        "noto/NotoSans-Regular.ttf",
+        "noto/NotoSans-Bold.ttf",
+        "noto/NotoSerif-Regular.ttf",
+        "noto/NotoSerif-Bold.ttf",
+        "noto/NotoSansDisplay-Bold.ttf",
+        "noto/NotoSerifDisplay-Bold.ttf",
+        "noto/NotoSerif-BoldItalic.ttf",
+    )
+)
+PIXEL_FONTS = (
+    "/usr/share/fonts/opentype/terminus/terminus-normal.otb",
+    "/usr/share/fonts/opentype/terminus/terminus-bold.otb",
+)
+PIXEL_SIZES = (12, 14, 16, 20, 24, 28, 32)
+_HI = 160  # px em size for outline rasterization
+FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb"
+
+
+def missing_fonts() -> list[str]:
+    """Glyph source files of the font and pixel families that are not installed."""
+    return [f for f in (*FONT_FILES, *PIXEL_FONTS) if not Path(f).is_file()]
+
+
+def require_fonts(files: Sequence[str]) -> Sequence[str]:
+    """All of ``files``: a partial font set would silently change the corpus and its digest."""
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise RuntimeError(f"letter families need {missing[0]} (Debian packages: {FONT_PACKAGES})")
+    return files
+
+
+Cells = list[list[int]]  # rows top first, 1 = ink (a glyph bitmap before placement)
+Point = tuple[float, float]
+
+
+def _arc(cx: float, cy: float, rx: float, ry: float, a0: float, a1: float, n: int = 10) -> list[Point]:
+    return [
+        (
+            cx + rx * math.cos(math.radians(a0 + (a1 - a0) * i / n)),
+            cy + ry * math.sin(math.radians(a0 + (a1 - a0) * i / n)),
+        )
+        for i in range(n + 1)
+    ]
+
+
+def _skeletons() -> dict[str, list[list[list[Point]]]]:
+    """Letter skeletons in a unit box (x right, y up): letter -> shapes -> strokes -> points."""
+    bowl_top = [(0.0, 1.0), (0.6, 1.0), *_arc(0.6, 0.76, 0.38, 0.24, 90, -90, 8), (0.0, 0.52)]
+    bowl_p = [(0.0, 1.0), (0.6, 1.0), *_arc(0.6, 0.72, 0.4, 0.28, 90, -90, 8), (0.0, 0.44)]
+    bowl_low = [(0.0, 0.52), (0.62, 0.52), *_arc(0.62, 0.26, 0.38, 0.26, 90, -90, 8), (0.0, 0.0)]
+    ring = _arc(0.5, 0.5, 0.5, 0.5, 0, 360, 16)
+    c_open = _arc(0.5, 0.5, 0.5, 0.5, 40, 320, 14)
+    octagon = [(0.3, 0), (0.7, 0), (1, 0.3), (1, 0.7), (0.7, 1), (0.3, 1), (0, 0.7), (0, 0.3), (0.3, 0)]
+    stem = [(0.0, 0.0), (0.0, 1.0)]
+    s_round = [*_arc(0.5, 0.75, 0.5, 0.25, 20, 270, 8), *_arc(0.5, 0.25, 0.5, 0.25, 90, -160, 8)]
+    return {
+        "A": [
+            [[(0, 0), (0.5, 1), (1, 0)], [(0.22, 0.4), (0.78, 0.4)]],
+            [[(0, 0), (0, 0.75), (0.3, 1), (0.7, 1), (1, 0.75), (1, 0)], [(0, 0.45), (1, 0.45)]],
+            [[(0, 0), (0.35, 1), (0.65, 1), (1, 0)], [(0.15, 0.4), (0.85, 0.4)]],
+        ],
+        "B": [
+            [stem, bowl_top, bowl_low],
+            [[(0, 0), (0, 1), (0.8, 1), (0.8, 0.5), (0, 0.5)], [(0.8, 0.5), (1, 0.4), (1, 0), (0, 0)]],
+        ],
+        "C": [
+            [c_open],
+            [[(1, 1), (0, 1), (0, 0), (1, 0)]],
+            [[(1, 0.85), (0.8, 1), (0.2, 1), (0, 0.8), (0, 0.2), (0.2, 0), (0.8, 0), (1, 0.15)]],
+        ],
+        "D": [
+            [stem, [(0, 1), (0.45, 1), *_arc(0.45, 0.5, 0.55, 0.5, 90, -90, 10), (0, 0)]],
+            [[(0, 0), (0, 1), (0.7, 1), (1, 0.7), (1, 0.3), (0.7, 0), (0, 0)]],
+        ],
+        "E": [
+            [[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.5), (0.8, 0.5)]],
+            [[(1, 1), (0, 1), (0, 0), (1, 0)], [(0, 0.55), (0.6, 0.55)]],
+        ],
+        "F": [
+            [[(1, 1), (0, 1), (0, 0)], [(0, 0.5), (0.8, 0.5)]],
+            [[(1, 1), (0, 1), (0, 0)], [(0, 0.55), (0.6, 0.55)]],
+        ],
+        "G": [
+            [c_open, [(1, 0.2), (1, 0.45), (0.55, 0.45)]],
+            [[(1, 1), (0, 1), (0, 0), (1, 0), (1, 0.5), (0.5, 0.5)]],
+            [[*_arc(0.5, 0.5, 0.5, 0.5, 40, 360, 14), (0.55, 0.5)]],
+        ],
+        "H": [[stem, [(1, 0), (1, 1)], [(0, 0.5), (1, 0.5)]]],
+        "I": [[[(0.5, 0), (0.5, 1)], [(0, 1), (1, 1)], [(0, 0), (1, 0)]], [[(0.5, 0), (0.5, 1)]]],
+        "J": [
+            [[(1, 1), (1, 0.3), *_arc(0.5, 0.3, 0.5, 0.3, 0, -180, 8)]],
+            [[(0.3, 1), (1, 1)], [(0.75, 1), (0.75, 0), (0, 0), (0, 0.3)]],
+        ],
+        "K": [[stem, [(1, 1), (0, 0.45)], [(0.3, 0.6), (1, 0)]], [stem, [(1, 1), (0, 0.5), (1, 0)]]],
+        "L": [[[(0, 1), (0, 0), (1, 0)]]],
+        "M": [
+            [[(0, 0), (0, 1), (0.5, 0.4), (1, 1), (1, 0)]],
+            [[(0, 0), (0, 1), (0.5, 0), (1, 1), (1, 0)]],
+            [[(0, 0), (0.15, 1), (0.5, 0.3), (0.85, 1), (1, 0)]],
+            [[(0, 0), (0, 1), (1, 1), (1, 0)], [(0.5, 1), (0.5, 0.35)]],
+        ],
+        "N": [[[(0, 0), (0, 1), (1, 0), (1, 1)]]],
+        "O": [[ring], [octagon]],
+        "P": [[stem, bowl_p], [[(0, 0), (0, 1), (1, 1), (1, 0.45), (0, 0.45)]]],
+        "Q": [
+            [_arc(0.5, 0.58, 0.5, 0.42, 0, 360, 16), [(0.6, 0.35), (1, 0)]],
+            [
+                [
+                    (0.3, 0.15),
+                    (0.7, 0.15),
+                    (1, 0.45),
+                    (1, 0.75),
+                    (0.7, 1),
+                    (0.3, 1),
+                    (0, 0.75),
+                    (0, 0.45),
+                    (0.3, 0.15),
+                ],
+                [(0.55, 0.3), (0.85, 0)],
+            ],
+        ],
+        "R": [
+            [stem, bowl_p, [(0.35, 0.44), (1, 0)]],
+            [stem, bowl_p, [(0.7, 0.44), (1, 0.2), (1, 0)]],
+            [[(0, 0), (0, 1), (1, 1), (1, 0.5), (0, 0.5)], [(0.5, 0.5), (1, 0)]],
+        ],
+        "S": [[s_round], [[(1, 1), (0, 1), (0, 0.5), (1, 0.5), (1, 0), (0, 0)]]],
+        "T": [[[(0, 1), (1, 1)], [(0.5, 1), (0.5, 0)]]],
+        "U": [
+            [[(0, 1), (0, 0.35), *_arc(0.5, 0.35, 0.5, 0.35, 180, 360, 8), (1, 1)]],
+            [[(0, 1), (0, 0), (1, 0), (1, 1)]],
+        ],
+        "V": [[[(0, 1), (0.5, 0), (1, 1)]], [[(0, 1), (0, 0.4), (0.5, 0), (1, 0.4), (1, 1)]]],
+        "W": [
+            [[(0, 1), (0.25, 0), (0.5, 0.7), (0.75, 0), (1, 1)]],
+            [[(0, 1), (0.25, 0), (0.5, 0.45), (0.75, 0), (1, 1)]],
+            [[(0, 1), (0, 0), (1, 0), (1, 1)], [(0.5, 0), (0.5, 0.65)]],
+        ],
+        "X": [[[(0, 0), (1, 1)], [(0, 1), (1, 0)]]],
+        "Y": [
+            [[(0, 1), (0.5, 0.5), (1, 1)], [(0.5, 0.5), (0.5, 0)]],
+            [[(0, 1), (0, 0.55), (1, 0.55)], [(1, 1), (1, 0.55)], [(0.5, 0.55), (0.5, 0)]],
+            [[(0, 1), (0.5, 0.45)], [(1, 1), (0.5, 0.45), (0.5, 0)]],
+        ],
+        "Z": [[[(0, 1), (1, 1), (0, 0), (1, 0)]]],
+    }
+
+
+SKELETONS = _skeletons()
+_NARROW = {"I": 0.45, "J": 0.65, "L": 0.7, "F": 0.7, "E": 0.7, "M": 1.05, "W": 1.1}
+
+
+def _dilate(cells: Cells, dx: int, dy: int) -> Cells:
+    """Thicken ink by ``dx`` cells to the right and ``dy`` cells downwards."""
+    h, w = len(cells), len(cells[0])
+    out = [[0] * (w + dx) for _ in range(h + dy)]
+    for r in range(h):
+        for c in range(w):
+            if cells[r][c]:
+                for rr in range(r, r + dy + 1):
+                    for cc in range(c, c + dx + 1):
+                        out[rr][cc] = 1
+    return out
+
+
+def _trim(cells: Cells) -> Cells:
+    rows = [r for r, row in enumerate(cells) if any(row)]
+    cols = [c for c in range(len(cells[0])) if any(row[c] for row in cells)]
+    return [row[cols[0] : cols[-1] + 1] for row in cells[rows[0] : rows[-1] + 1]]
+
+
+def _coverage(img: Any, width: int, height: int, threshold: float) -> Cells:
+    from PIL import Image
+
+    small = img.resize((width, height), Image.Resampling.BOX)
+    data = small.load()
+    return [[1 if data[c, r] >= threshold * 255 else 0 for c in range(width)] for r in range(height)]
+
+
+def stroke_cells(letter: str, rng: random.Random) -> Cells:
+    """A skeleton shape of ``letter``, jittered, drawn 1-3 cells thick at a random size."""
+    from PIL import Image, ImageDraw
+
+    shape = rng.choice(SKELETONS[letter])
+    height = rng.randint(5, GRID_HEIGHT)
+    thick = 1 if height < 8 else rng.choice((1, 1, 2) if height < 12 else (1, 2, 2, 3))
+    aspect = _NARROW.get(letter, 0.8) * rng.uniform(0.75, 1.25)
+    width = max(3, min(GRID_WIDTH, round(height * aspect)))
+    px = 8
+    img = Image.new("L", (width * px, height * px), 0)
+    draw = ImageDraw.Draw(img)
+    inner_w, inner_h = (width - thick) * px, (height - thick) * px
+    for stroke in shape:
+        points = [
+            (
+                (min(1.0, max(0.0, x + rng.uniform(-0.04, 0.04)))) * inner_w + thick * px / 2,
+                (1.0 - min(1.0, max(0.0, y + rng.uniform(-0.04, 0.04)))) * inner_h + thick * px / 2,
+            )
+            for x, y in stroke
+        ]
+        draw.line(points, fill=255, width=thick * px, joint="curve")
+        for x, y in (points[0], points[-1]):
+            r = thick * px / 2
+            draw.rectangle((x - r, y - r, x + r - 1, y + r - 1), fill=255)
+    return _coverage(img, width, height, rng.uniform(0.3, 0.5))
+
+
+@lru_cache(maxsize=64)
+def _outline(path: str, letter: str) -> Any:
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype(path, _HI)
+    img = Image.new("L", (_HI * 2, _HI * 2), 0)
+    ImageDraw.Draw(img).text((_HI // 3, _HI // 3), letter, font=font, fill=255)
+    return img.crop(img.getbbox())
+
+
+def font_cells(letter: str, rng: random.Random) -> Cells:
+    """An outline-font glyph area-quantized to 6-16 rows with a random stroke weight and width."""
+    from PIL import ImageFilter
+
+    img = _outline(rng.choice(require_fonts(FONT_FILES)), letter)
+    height = rng.randint(6, GRID_HEIGHT)
+    weight = rng.uniform(0.8, 1.6)
+    if weight > 1.0:
+        size = int(round((weight - 1.0) * img.height / height * 0.6)) * 2 + 1
+        if size >= 3:
+            img = img.filter(ImageFilter.MaxFilter(size))
+    width = max(2, min(GRID_WIDTH, round(height * img.width / img.height * rng.uniform(0.7, 1.15))))
+    return _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
+
+
+@lru_cache(maxsize=64)
+def _pixel_glyph(path: str, size: int, letter: str) -> tuple[tuple[int, ...], ...]:
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype(path, size)
+    img = Image.new("L", (size * 2, size * 2), 0)
+    ImageDraw.Draw(img).text((size // 2, size // 2), letter, font=font, fill=255)
+    img = img.crop(img.getbbox())
+    data = img.load()
+    return tuple(tuple(1 if data[c, r] > 127 else 0 for c in range(img.width)) for r in range(img.height))
+
+
+def pixel_cells(letter: str, rng: random.Random) -> Cells:
+    """A Terminus bitmap glyph, scaled by whole cells (1-3 across, 1-2 up) and maybe thickened."""
+    options = [(f, s) for f in require_fonts(PIXEL_FONTS) for s in PIXEL_SIZES]
+    rng.shuffle(options)
+    for path, size in options:
+        glyph = [list(row) for row in _pixel_glyph(path, size, letter)]
+        dx = 1 if rng.random() < 0.3 else 0
+        dy = 1 if rng.random() < 0.2 else 0
+        scales = [
+            (sx, sy)
+            for sx in (1, 2, 3)
+            for sy in (1, 2)
+            if (len(glyph[0]) + dx) * sx <= GRID_WIDTH and (len(glyph) + dy) * sy <= GRID_HEIGHT
+        ]
+        if not scales:
+            continue
+        sx, sy = rng.choice(scales)
+        cells = _dilate(glyph, dx, dy)
+        return [[v for v in row for _ in range(sx)] for row in cells for _ in range(sy)]
+    raise RuntimeError(f"pixel family: no Terminus glyph of {letter!r} fits the grid")
+
+
+CELL_FAMILIES: dict[str, Callable[[str, random.Random], Cells]] = {
+    "font": font_cells,
+    "pixel": pixel_cells,
+    "stroke": stroke_cells,
+}
+
+
+def place(cells: Cells, rng: random.Random) -> Grid:
+    """Stand the glyph bitmap on the ground at a random column of the 20x16 grid."""
+    cells = _trim(cells)
+    height, width = len(cells), len(cells[0])
+    left = rng.randint(0, GRID_WIDTH - width)
+    grid = [[0] * GRID_WIDTH for _ in range(GRID_HEIGHT)]
+    for r, row in enumerate(cells):
+        for c, v in enumerate(row):
+            grid[height - 1 - r][left + c] = v
+    return tuple(tuple(row) for row in grid)
+
+
+def program_for_grid(grid: Grid, rng: random.Random, *, balance: bool) -> str:
+    """Blocks for ``grid`` with a random b11/b31/b13 mix (block-type substitution)."""
+    blocks = plan_blocks(
+        grid,
+        rng=random.Random(rng.getrandbits(64)),
+        b31_preference=rng.uniform(-0.4, 0.5),
+        b13_probability=rng.uniform(0.0, 0.9),
+        balance=balance,
+    )
+    return blocks_to_program(blocks)
+
+
+def family_level(family: str, letter: str, seed: int) -> tuple[Grid, str]:
+    """(target grid, ``drop_block`` program) of ``letter`` from ``family`` for ``seed``; deterministic."""
+    if family == "glyph":
+        return letter_target(letter, seed), letter_program(letter, seed)
+    rng = variant_rng(letter, seed, f"family:{family}")
+    grid = place(CELL_FAMILIES[family](letter, rng), rng)
+    return grid, program_for_grid(grid, rng, balance=rng.random() >= 0.2)
+
+
+def family_program(family: str, letter: str, seed: int) -> str:
+    """Deterministic ``drop_block`` program of ``letter`` from ``family`` for ``seed``."""
+    return family_level(family, letter, seed)[1]
+
+
+def handdrawn() -> list[tuple[str, str, Grid]]:
+    """(name, letter, grid) of every hand-drawn letter in the fixture, in file order."""
+    data = json.loads(HANDDRAWN.read_text(encoding="utf-8"))
+    out = []
+    for item in data["letters"]:
+        rows: Sequence[str] = item["rows"]
+        cells = [[1 if ch == "#" else 0 for ch in row.ljust(max(map(len, rows)), ".")] for row in rows]
+        out.append((item["name"], item["letter"], place(cells, random.Random(0))))
+    return out
+
+
+def handdrawn_programs() -> list[tuple[str, str, str]]:
+    """(name, letter, program): each hand-drawn grid built with supports where it needs them."""
+    return [
+        (name, letter, program_for_grid(grid, random.Random(f"hand:{name}"), balance=True))
+        for name, letter, grid in handdrawn()
+    ]
+
+
+def corpus_programs(family: str, seeds: Sequence[int]) -> list[tuple[str, int, str]]:
+    """(letter, label index, program) for every seed x letter of ``family``."""
+    return [(c, i, family_program(family, c, s)) for s in seeds for i, c in enumerate(LETTERS)]

@@ -1,0 +1,145 @@
+"""The letter families behind the bundled classifier and the measurement helpers of its training.
+
+The families must be deterministic (the checkpoint is regenerated from seeds), buildable under the
+official drop rule (every planned cell lands where the glyph needs it), really distinct from one
+another, and the hand-drawn family must stay a well-formed, never-trained fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from worldforge.pcg.levels.drop_plan import simulate_drops
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import letter_families as lf  # noqa: E402
+import letter_training as lt  # noqa: E402
+
+fonts = pytest.mark.skipif(
+    bool(lf.missing_fonts()), reason=f"glyph fonts not installed (apt-get install {lf.FONT_PACKAGES})"
+)
+
+
+def _cells(grid: tuple[tuple[int, ...], ...]) -> set[tuple[int, int]]:
+    return {(c, r) for r, row in enumerate(grid) for c, v in enumerate(row) if v}
+
+
+@fonts
+@pytest.mark.parametrize("family", ["font", "pixel", "stroke"])
+def test_family_levels_are_deterministic_and_buildable(family: str) -> None:
+    for letter in "AGMQRWY":
+        for seed in (0, 1):
+            grid, program = lf.family_level(family, letter, seed)
+            assert (grid, program) == lf.family_level(family, letter, seed)
+            assert _cells(grid) <= _cells(simulate_drops(program)), (family, letter, seed)
+            assert set(program.split("'")[1::2]) <= {"b11", "b31", "b13"}
+    programs = {lf.family_program(family, "A", seed) for seed in range(6)}
+    assert len(programs) >= 5
+
+
+@fonts
+def test_families_do_not_produce_the_same_levels() -> None:
+    seen: dict[str, set[str]] = {}
+    for family in lf.TRAIN_FAMILIES:
+        seen[family] = {lf.family_program(family, c, s) for c in "BEKS" for s in range(3)}
+    for a in lf.TRAIN_FAMILIES:
+        for b in lf.TRAIN_FAMILIES:
+            if a < b:
+                assert not seen[a] & seen[b], (a, b)
+
+
+def test_every_letter_has_a_skeleton_and_two_shape_letters_have_alternates() -> None:
+    assert sorted(lf.SKELETONS) == list(lf.LETTERS)
+    for letter in "AGJMQRWY":
+        assert len(lf.SKELETONS[letter]) >= 2, letter
+
+
+@fonts
+def test_pixel_family_uses_whole_cell_bitmap_glyphs() -> None:
+    import random
+
+    cells = lf.pixel_cells("H", random.Random(3))
+    assert all(v in (0, 1) for row in cells for v in row)
+    assert len(cells) <= lf.GRID_HEIGHT and len(cells[0]) <= lf.GRID_WIDTH
+    # An H has two full-height uprights, whatever the font size and scaling.
+    trimmed = lf._trim(cells)
+    assert all(row[0] == 1 and row[-1] == 1 for row in trimmed)
+
+
+@fonts
+def test_handdrawn_fixture_two_per_letter_and_buildable() -> None:
+    data = json.loads(lf.HANDDRAWN.read_text())
+    letters = [item["letter"] for item in data["letters"]]
+    assert sorted(letters) == sorted(lf.LETTERS * 2)
+    for item in data["letters"]:
+        assert all(set(row) <= {"#", "."} for row in item["rows"]), item["name"]
+    programs = lf.handdrawn_programs()
+    grids = {name: grid for name, _, grid in lf.handdrawn()}
+    assert len(programs) == 52
+    for name, _, program in programs:
+        assert _cells(grids[name]) <= _cells(simulate_drops(program)), name
+    assert not {p for _, _, p in programs} & {lf.family_program(f, "A", 0) for f in lf.TRAIN_FAMILIES}
+
+
+def test_metrics_accuracy_confusions_and_ece() -> None:
+    def one_hot(i: int, p: float) -> list[float]:
+        rest = (1 - p) / 25
+        return [p if k == i else rest for k in range(26)]
+
+    probs = [one_hot(0, 0.9), one_hot(0, 0.9), one_hot(2, 0.6), one_hot(3, 0.6)]
+    labels = [0, 0, 2, 1]  # the last one is a B read as D
+    m = lt.metrics(probs, labels)
+    assert m["accuracy"] == 0.75
+    assert m["per_letter"] == {"A": 1.0, "B": 0.0, "C": 1.0}
+    assert m["min_letter"] == 0.0
+    assert m["confusions"] == {"B->D": 1}
+    # Bins: {0.9, 0.9} all right -> |1 - 0.9| x 2/4; {0.6, 0.6} half right -> |0.5 - 0.6| x 2/4.
+    assert m["ece"] == pytest.approx(0.1, abs=1e-4)
+    assert m["nll"] == pytest.approx(-(2 * math.log(0.9) + math.log(0.6) + math.log(0.4 / 25)) / 4, abs=1e-4)
+
+
+def test_temperature_is_fitted_and_folded_into_the_head() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    gen = torch.Generator().manual_seed(0)
+    target = torch.randint(0, 26, (400,), generator=gen)
+    logits = torch.randn(400, 26, generator=gen)
+    logits[torch.arange(400), target] += 2.0
+    base = lt.fit_temperature(logits, target)
+    # Same ranking, twice as sharp: the fitted temperature doubles (to the grid's 0.05 step).
+    assert lt.fit_temperature(logits * 2, target) == pytest.approx(2 * base, abs=0.1)
+    assert 0.5 < base < 1.5
+    model = lt.build_model(0).eval()
+    x = torch.zeros(2, 1, lt.IMAGE, lt.IMAGE, dtype=torch.uint8)
+    x[1, :, 30:90, 60:70] = 255
+    before = lt.logits_of(model, x)
+    lt.apply_temperature(model, 2.0)
+    assert torch.allclose(lt.logits_of(model, x), before / 2.0, atol=1e-5)
+
+
+def test_render_cache_returns_the_same_renders_and_heap_flags(tmp_path: Path) -> None:
+    programs = [lf.family_program("glyph", "T", 0), "drop_block('b11', 3)\n" * 2]
+
+    def split() -> lt.Split:
+        s = lt.Split("glyph", "heldout")
+        s.programs, s.labels = list(programs), [19, 0]
+        return s
+
+    first, second = split(), split()
+    lt.render_splits([first], workers=1, cache=tmp_path)
+    (cached,) = tmp_path.iterdir()
+    lt.render_splits([second], workers=1, cache=tmp_path)
+    assert (second.small, second.png, second.moved) == (first.small, first.png, first.moved)
+    assert len(first.small[0]) == lt.IMAGE * lt.IMAGE and first.png[0].startswith(b"\x89PNG")
+    assert first.moved == [0.0, 0.0] and first.keep == [0, 1]
+    cached.write_bytes(b"\x05\x00\x00\x00")  # a cache for another corpus size is ignored, not misread
+    third = split()
+    lt.render_splits([third], workers=1, cache=tmp_path)
+    assert third.small == first.small

@@ -1,0 +1,55 @@
+"""How far a similarity number can be trusted: the measured accuracy of the classifier behind it.
+
+Reports name the classifier by identity (id + weights digest). For the bundled checkpoint the
+training script also records what it measured (``assets/letter-classifier/training.json``):
+leave-one-family-out top-1 over independent letter families, top-1 on hand-drawn letters it never
+saw, and expected calibration error. :func:`classifier_accuracy` returns those figures only when
+the weights digest matches, so a report never attributes them to other weights.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from worldforge.pcg.similarity.classifier import BUNDLED_DIR, BUNDLED_ID
+
+DETAILS = "docs/classifier.md"
+
+
+def classifier_accuracy(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """Measured accuracy of the classifier ``identity`` names (``measured: False`` when unknown)."""
+    unknown = {"checkpoint": str(identity.get("id")), "measured": False}
+    if identity.get("id") != BUNDLED_ID:
+        return unknown
+    try:
+        meta = json.loads((BUNDLED_DIR / "training.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return unknown
+    if not isinstance(meta, dict) or meta.get("weights_digest") != identity.get("weights_digest"):
+        return unknown
+    hand = meta.get("hand") or {}
+    return {
+        "checkpoint": BUNDLED_ID,
+        "measured": True,
+        "lofo_min_top1": meta.get("lofo_min_accuracy"),
+        "lofo_top1": {k: v["test"]["accuracy"] for k, v in (meta.get("lofo") or {}).items()},
+        "hand_drawn_top1": hand.get("accuracy"),
+        "hand_drawn_ece": hand.get("ece"),
+        "heldout_top1": (meta.get("heldout") or {}).get("accuracy"),
+        "details": DETAILS,
+    }
+
+
+def accuracy_sentence(accuracy: Mapping[str, Any]) -> str:
+    """One sentence for a claim boundary: what the classifier's accuracy was measured to be."""
+    if not accuracy.get("measured"):
+        return f"Classifier {accuracy.get('checkpoint')}: accuracy not measured by WorldForge."
+    return (
+        f"Classifier {accuracy['checkpoint']}: leave-one-family-out top-1 >= {accuracy['lofo_min_top1']}, "
+        f"{accuracy['hand_drawn_top1']} on hand-drawn letters it never saw ({accuracy['details']})."
+    )
+
+
+__all__ = ["DETAILS", "accuracy_sentence", "classifier_accuracy"]
