@@ -91,8 +91,12 @@ _NON_SECRET_SUFFIXES = frozenset(
         "present",
         "set",
         "policy",
+        "stdin",
     }
 )
+# A segment that *ends* in one of these words names a secret too: ``PGPASSWORD``, ``githubtoken``,
+# ``dbsecret`` (environment variables are often written without separators).
+_SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
 # ``<word>_key`` names a secret (``encryption_key``, ``origin_ca_key``) unless the word says the key
 # is a lookup key: database, cache and mapping keys are not credentials. Public keys stay
 # sensitive: vendors' "public" keys (Mailgun pubkey-…, Flutterwave FLWPUBK…) still grant access.
@@ -143,6 +147,8 @@ def is_sensitive_key(key: str) -> bool:
     for index, segment in enumerate(segments):
         pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
         width = 2 if pair in _SENSITIVE_SEGMENTS else 1 if segment in _SENSITIVE_SEGMENTS else 0
+        if not width and segment.endswith(_SECRET_ENDINGS):
+            width = 1
         if not width:
             continue
         rest = segments[index + width :]
@@ -158,10 +164,36 @@ _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.
 # Shell/template references and filler: ``$API_KEY``, ``$1``, ``{SumoAccessKey}``, ``xxxxxxxx``,
 # ``********``, ``<token>`` -- documentation and configuration templates, not credentials.
 _PLACEHOLDER_RE = re.compile(
-    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`[^`]*`?|\[[A-Z][A-Z0-9_ ]*\]"
+    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`(?:[^`]*[\s$(|/][^`]*)?`?|\[[A-Z][A-Z0-9_ ]*\]"
     r"|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
 )
 _SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token)\s+")
+# ``{base64(email:password)}``: a template expression, not a value.
+_TEMPLATE_CALL_RE = re.compile(r"^\{\{?\s*[A-Za-z_][\w.]*\s*\(")
+# ``new AWS.SharedIniFileCredentials({ profile: '<P>' })``, ``os.getenv("DB_PASSWORD")``: code that
+# fetches a secret at run time. Only a call on a dotted name (or ``new``/no arguments) counts, and
+# only when its quoted arguments are names or placeholders: a literal default is still redacted.
+_CODE_CALL_RE = re.compile(
+    r"^(?P<new>new\s+|await\s+)?(?P<callee>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\((?P<args>.*)\)\s*[,;]?$", re.S
+)
+_QUOTED_RE = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]*")
+_BARE_RUN_RE = re.compile(r"[A-Za-z0-9_+/=\-]{8,}")
+
+
+def _code_call(value: str) -> bool:
+    match = _CODE_CALL_RE.match(value)
+    if match is None:
+        return False
+    args = match.group("args")
+    if not (match.group("new") or "." in match.group("callee") or not args.strip()):
+        return False
+    for quoted in _QUOTED_RE.finditer(args):
+        literal = quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+        if not (_ENV_NAME_RE.fullmatch(literal) or is_harmless_value(literal)):
+            return False
+    bare = _QUOTED_RE.sub("", args)
+    return not any(has_digit_and_letter(run) for run in _BARE_RUN_RE.findall(bare))
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
 
 
@@ -202,14 +234,18 @@ def is_harmless_value(value: str) -> bool:
     low = stripped.lower()
     return (
         low in _PLACEHOLDERS
-        or low.startswith("[redacted")
+        or low in ("!0", "!1")  # minified JavaScript booleans: ``o.haKey=!1``
+        or "[redacted" in low  # already redacted, or a display like ``ops_eyJz..[Redacted]``
+        or bool(_TEMPLATE_CALL_RE.match(stripped))
+        or _code_call(stripped)
         or bool(_SCHEME_REDACTED_RE.match(stripped))
         or stripped.startswith(("${", "$(", "env:", "<"))
         or bool(_PLACEHOLDER_RE.match(stripped))
         or low in ("bearer", "basic", "token")  # a scheme before a placeholder: Bearer <your token>
         or (
             len(stripped) >= 8
-            and _FILLER_RE.fullmatch(stripped.split("_")[-1].split("-")[-1].rstrip("=")) is not None
+            and _FILLER_RE.fullmatch(stripped.rstrip(",;").split("_")[-1].split("-")[-1].rstrip("="))
+            is not None
         )
         or bool(DIGEST_VALUE_RE.match(stripped))
         or bool(_NUMBER_RE.match(stripped))

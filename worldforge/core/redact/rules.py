@@ -112,9 +112,14 @@ _SIGNED_PARAMS = frozenset(
         "auth",
         "password",
         "secret",
+        "jsessionid",
+        "phpsessid",
+        "sessionid",
+        "sid",
     }
 )
-_QUERY_RE = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<val>[^&#?\s\"'<>\\]+)")
+# ``;`` separates matrix parameters (``/app;jsessionid=…``) and connection-string fields.
+_QUERY_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<val>[^&#?;\s\"'<>\\]+)")
 
 
 def _query_param(match: re.Match[str]) -> str | None:
@@ -152,9 +157,16 @@ _LINE_ASSIGN_RE = re.compile(
 )
 _INLINE_ASSIGN_RE = re.compile(
     r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*[:=]\s*)"
-    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|[^\s,;&\"'<>\[\]{}()=]{1,512})"
-    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()=\\]{1,512})"
+    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|\$\([^)\n]*\)|\$\{[^}\n]*\}|[^\s,;&\"'<>\[\]{}()=]{1,512})"
+    r"|\$\{[^}\n]*\}|[bBrRuU]{0,2}(?:\"\"\"[\s\S]{0,4096}?\"\"\"|'''[\s\S]{0,4096}?''')"
+    r"|\\\"\\\"\\\"[\s\S]{0,4096}?\\\"\\\"\\\""  # a triple-quoted string inside a JSON string
+    r"|[bBrRuU]{0,2}(?:\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')|\\\"(?:[^\"\\\n])*\\\""
+    # An unquoted value runs to a space, a separator or a bracket; an ``=`` inside it is its own
+    # (``password=ab=cd``, base64 padding), so only its first character may not be one.
+    r"|[^\s,;&\"'<>\[\]{}()=\\][^\s,;&\"'<>\[\]{}()\\]{0,511})"
 )
+#: A quoted value's opening: string prefix (``b'…'``) and quote (``"""``, ``'''``, ``\"``, ``"``, ``'``).
+_LITERAL_RE = re.compile(r"^(?P<prefix>[bBrRuU]{0,2})(?P<quote>\"\"\"|'''|\\\"\\\"\\\"|\\\"|[\"'])")
 
 
 def _assignment(match: re.Match[str]) -> str | None:
@@ -169,10 +181,12 @@ def _assignment(match: re.Match[str]) -> str | None:
         return None
     if is_harmless_value(value) or value.startswith(("//", "&gt;", "&#")) or value in ("|", ">", "|-", ">-"):
         return None
-    if value.startswith('\\"'):
-        new_value = f'\\"{REDACTED}\\"'
-    elif value[:1] in "\"'":
-        new_value = value[0] + REDACTED + value[0]
+    if "\n" in match.group("sep") and value.endswith(":"):
+        return None  # ``token:`` then ``  fn::secret: …`` on the next line: a nested key, not a value
+    literal = _LITERAL_RE.match(value)
+    if literal is not None:
+        quote = literal.group("quote")
+        new_value = literal.group("prefix") + quote + REDACTED + quote
     else:
         new_value = REDACTED
     return prefix + new_value

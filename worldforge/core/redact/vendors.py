@@ -41,6 +41,12 @@ VENDOR_RULES: tuple[Rule, ...] = (
     ),
     _rule("heroku-key", "Heroku API keys", ("hrku-",), _B + r"HRKU-[A-Za-z0-9_\-]{20,}"),
     _rule(
+        "telegram-bot-token",
+        "Telegram bot tokens (bot id, colon, 35 characters; also inside api.telegram.org/bot… URLs)",
+        (":aa",),
+        r"(?:(?<=bot)|(?<![A-Za-z0-9]))\d{5,16}:AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])",
+    ),
+    _rule(
         "flyio-token",
         "Fly.io access tokens",
         ("fm1", "fm2_", "fo1_"),

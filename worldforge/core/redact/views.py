@@ -103,6 +103,8 @@ _ESCAPE_RE = re.compile(
 # A CSV field that holds doubled quotes, between delimiters: quotes elsewhere (``"token": ""`` in
 # JSON) are not CSV escaping and must not be undone.
 _CSV_FIELD_RE = re.compile(r'(?:(?<=^)|(?<=[,;\t]))"(?:[^"]|"")*""(?:[^"]|"")*"(?=[,;\t\r\n]|$)', re.M)
+# A YAML single-quoted scalar that holds a doubled quote (``'{''token'': ''…''}'``).
+_YAML_QUOTED_RE = re.compile(r"'(?:[^']|'')*''(?:[^']|'')*'")
 _SIMPLE_ESCAPES = {
     "b": "\b",
     "f": "\f",
@@ -174,6 +176,17 @@ def _csv_view(text: str) -> Decoded | None:
     return _decode_escapes("csv", text, escapes())
 
 
+def _yaml_view(text: str) -> Decoded | None:
+    def escapes() -> Iterator[tuple[int, int, str | None]]:
+        for scalar in _YAML_QUOTED_RE.finditer(text):
+            start = scalar.start() + 1
+            while (found := text.find("''", start, scalar.end() - 1)) >= 0:
+                yield found, found + 2, "'"
+                start = found + 2
+
+    return _decode_escapes("yaml", text, escapes())
+
+
 def _html_encode(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -190,6 +203,10 @@ def _csv_encode(text: str) -> str:
     return text.replace('"', '""')
 
 
+def _yaml_encode(text: str) -> str:
+    return text.replace("'", "''")
+
+
 #: Every escaping context, in the order the redactor tries them (each round tries all of them, so
 #: nested encodings such as JSON inside HTML are peeled one layer a round).
 VIEWS: tuple[View, ...] = (
@@ -197,6 +214,7 @@ VIEWS: tuple[View, ...] = (
     View("url", ("%", "+"), _percent_view, _percent_encode),
     View("escape", ("\\",), _escape_view, _escape_encode),
     View("csv", ('""',), _csv_view, _csv_encode),
+    View("yaml", ("''",), _yaml_view, _yaml_encode),
 )
 
 
@@ -234,7 +252,8 @@ def decoded_views(text: str, *, depth: int = 2) -> Iterator[Decoded]:
 
 # ---------------------------------------------------------------------------------------- base64
 
-B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
+# A token may follow ``=`` (``auth=dXNlcjpwdw==``, ``BLOB=…``): an assignment, not base64 padding.
+B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _CREDENTIAL_PAIR_RE = re.compile(r"^[A-Za-z0-9_.@+\-]{1,64}:[^\s:]{4,256}$")
 
 
