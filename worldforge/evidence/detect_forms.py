@@ -1,0 +1,139 @@
+"""The detector's rules for secrets named by position or nesting rather than by ``name=value``.
+
+Part of the second detector (:mod:`worldforge.evidence.detect`), written apart from the redactor's
+forms and sharing none of its patterns: a column of a table whose header names a secret, a key
+split over two nesting levels (``{"api": {"key": …}}``), a key named in two words (``API key: …``),
+CDATA and string-literal prefixes that hide a value from the keyword rule, a client's ``-p``
+password, a numeric password, and password inputs. The caller passes its own notions of a secret
+name and a generated value, so the two modules cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+Finding = tuple[str, str, int, int]  # rule, family, start, end
+
+_HEADER_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|cookie|session")
+_CELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\- ]{0,60}")
+_RULE_LINE = re.compile(r"^[\s|:\-]*-[\s|:\-]*$")
+_TWO_WORDS = re.compile(
+    r"(?i)\b(?:api|access|secret|private|client|signing|encryption|master|license|app|account|admin"
+    r"|service|auth)[ \t]+key[ \t]*[:=][ \t]*[\"'`]?(?P<val>[^\s\"'`,;<>]{6,})"
+)
+_SPLIT_KEY = re.compile(
+    r"(?i)\b(?:api|access|secret|private|signing|encryption|master|license)[\"']?[ \t]*:[ \t]*\{?\s*"
+    r"[\"']?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<val>[^\"'\s,}]{6,})"
+)
+_PREFIXED_LITERAL = re.compile(
+    r"(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?\s*[:=]\s*[bBrRuU]{1,2}[\"'](?P<val>[^\"'\s]{6,})"
+)
+_CDATA = re.compile(r"<(?P<name>[A-Za-z0-9_.\-]{2,80})\b[^<>]*>\s*<!\[CDATA\[\s*(?P<val>[^\]\s]{6,})")
+_PASSWORD_INPUT = re.compile(
+    r"(?i)<input\b(?=[^>]*\btype\s*=\s*[\"']?password\b)[^>]*\bvalue\s*=\s*[\"']?(?P<val>[^\"'\s>]{4,})"
+)
+_CLIENT_P = re.compile(
+    r"(?:\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p|\b(?:docker|podman|buildah|nerdctl)\s+login\b[^\n|;&]*?\s-p\s+)"
+    r"(?P<val>[^\s\"'\-][^\s\"']{3,})"
+)
+_NUMERIC = re.compile(r"(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?\s*[:=]\s*[\"']?(?P<val>\d{6,})(?![\d.])")
+
+
+def _cells(line: str, delimiter: str) -> list[tuple[int, int]]:
+    if delimiter == "|":
+        first, last = line.find("|"), line.rfind("|")
+        if first < 0 or first == last:
+            return []
+        bounds, pos = [], first + 1
+        for at in [i for i in range(first + 1, last + 1) if line[i] == "|"]:
+            bounds.append((pos, at))
+            pos = at + 1
+    else:
+        bounds, pos = [], 0
+        for part in line.split(delimiter):
+            bounds.append((pos, pos + len(part)))
+            pos += len(part) + 1
+    out = []
+    for start, end in bounds:
+        while start < end and line[start] in " \t\"'`":
+            start += 1
+        while end > start and line[end - 1] in " \t\"'`\r":
+            end -= 1
+        out.append((start, end))
+    return out
+
+
+def _table_findings(
+    text: str, secret_name: Callable[[str], bool], generated: Callable[[str], bool]
+) -> Iterator[Finding]:
+    if "\n" not in text:
+        return
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for index, header in enumerate(lines[:-1]):
+        if not _HEADER_WORD.search(header):
+            continue
+        for delimiter in ("|", ",", ";", "\t"):
+            if delimiter not in header:
+                continue
+            heads = _cells(header, delimiter)
+            columns = [
+                i
+                for i, (s, e) in enumerate(heads)
+                if _CELL_NAME.fullmatch(header[s:e]) and secret_name(header[s:e].replace(" ", "_"))
+            ]
+            if len(heads) < 2 or not columns:
+                continue
+            row = index + 1
+            while row < len(lines) and not lines[row].strip():
+                row += 1
+            if delimiter == "|" and row < len(lines) and _RULE_LINE.match(lines[row][lines[row].find("|") :]):
+                row += 1
+            for number in range(row, min(len(lines), row + 1000)):
+                line = lines[number]
+                if not line.strip():
+                    continue
+                cells = _cells(line, delimiter)
+                if len(cells) < 2:
+                    break
+                for column in columns:
+                    for at in {column, len(cells) - len(heads) + column}:
+                        if 0 <= at < len(cells):
+                            start, end = cells[at]
+                            value = line[start:end]
+                            if " " not in value and generated(value):
+                                base = offsets[number]
+                                yield "generic-keyword/table-column", "generic-keyword", base + start, base + end
+
+
+def form_findings(
+    text: str, secret_name: Callable[[str], bool], generated: Callable[[str], bool]
+) -> Iterator[Finding]:
+    """Findings of these rules in ``text``; the caller runs them only where a keyword occurs."""
+    yield from _table_findings(text, secret_name, generated)
+    for pattern, rule in ((_TWO_WORDS, "two-word-key"), (_SPLIT_KEY, "split-key")):
+        for m in pattern.finditer(text):
+            if generated(m.group("val")):
+                yield f"generic-keyword/{rule}", "generic-keyword", m.start("val"), m.end("val")
+    for pattern, rule in ((_PREFIXED_LITERAL, "literal"), (_CDATA, "cdata")):
+        for m in pattern.finditer(text):
+            if secret_name(m.group("name")) and generated(m.group("val")):
+                yield f"generic-keyword/{rule}", "generic-keyword", m.start("val"), m.end("val")
+    for m in _NUMERIC.finditer(text):
+        if secret_name(m.group("name")) and re.search(r"(?i)pass|pwd|secret", m.group("name")):
+            yield "generic-keyword/numeric", "generic-keyword", m.start("val"), m.end("val")
+    for m in _PASSWORD_INPUT.finditer(text):
+        yield "generic-keyword/password-input", "generic-keyword", m.start("val"), m.end("val")
+
+
+def client_findings(text: str) -> Iterator[Finding]:
+    """``mysql -pSECRET``, ``docker login -p SECRET``: no keyword names these passwords."""
+    if "-p" in text and ("mysql" in text or "mariadb" in text or "login" in text):
+        for m in _CLIENT_P.finditer(text):
+            yield "generic-keyword/client-password", "generic-keyword", m.start("val"), m.end("val")
+
+
+__all__ = ["client_findings", "form_findings"]
