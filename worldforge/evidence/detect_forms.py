@@ -18,6 +18,7 @@ Finding = tuple[str, str, int, int]  # rule, family, start, end
 _HEADER_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|cookie|session")
 _CELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\- ]{0,60}")
 _RULE_LINE = re.compile(r"^[\s|:\-]*-[\s|:\-]*$")
+_NUMBER = re.compile(r"[-+]?[\d.,%]+")
 _TWO_WORDS = re.compile(
     r"(?i)\b(?:api|access|secret|private|client|signing|encryption|master|license|app|account|admin"
     r"|service|auth)[ \t]+key[ \t]*[:=][ \t]*[\"'`]?(?P<val>[^\s\"'`,;<>]{6,})"
@@ -37,6 +38,8 @@ _CLIENT_P = re.compile(
     r"(?:\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p|\b(?:docker|podman|buildah|nerdctl)\s+login\b[^\n|;&]*?\s-p\s+)"
     r"(?P<val>[^\s\"'\-][^\s\"']{3,})"
 )
+#: What a redactor leaves or a template holds: ``[redacted]``, ``<user>``, ``$VAR``, ``${VAR}``.
+_KEPT = re.compile(r"\[redacted\]|<[a-z\-]+>|\$[{(A-Za-z_]|\*{3,}")
 _NUMERIC = re.compile(r"(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?\s*[:=]\s*[\"']?(?P<val>\d{6,})(?![\d.])")
 
 
@@ -85,19 +88,24 @@ def _table_findings(
                 for i, (s, e) in enumerate(heads)
                 if _CELL_NAME.fullmatch(header[s:e]) and secret_name(header[s:e].replace(" ", "_"))
             ]
-            if len(heads) < 2 or not columns:
+            names = [header[s:e] for s, e in heads]
+            if len(heads) < 2 or not columns or any(_NUMBER.fullmatch(n) for n in names):
                 continue
+            if not all(not n or _CELL_NAME.fullmatch(n) for n in names[1:-1]):
+                continue  # a data row that happens to hold a keyword, not a header
             row = index + 1
             while row < len(lines) and not lines[row].strip():
                 row += 1
-            if delimiter == "|" and row < len(lines) and _RULE_LINE.match(lines[row][lines[row].find("|") :]):
+            if delimiter == "|":
+                if row >= len(lines) or not _RULE_LINE.match(lines[row][lines[row].find("|") :]):
+                    continue  # a Markdown header has its rule line below it
                 row += 1
             for number in range(row, min(len(lines), row + 1000)):
                 line = lines[number]
                 if not line.strip():
                     continue
                 cells = _cells(line, delimiter)
-                if len(cells) < 2:
+                if len(cells) < 2 or abs(len(cells) - len(heads)) > 1:
                     break
                 for column in columns:
                     for at in {column, len(cells) - len(heads) + column}:
@@ -126,14 +134,16 @@ def form_findings(
         if secret_name(m.group("name")) and re.search(r"(?i)pass|pwd|secret", m.group("name")):
             yield "generic-keyword/numeric", "generic-keyword", m.start("val"), m.end("val")
     for m in _PASSWORD_INPUT.finditer(text):
-        yield "generic-keyword/password-input", "generic-keyword", m.start("val"), m.end("val")
+        if not _KEPT.match(m.group("val")):
+            yield "generic-keyword/password-input", "generic-keyword", m.start("val"), m.end("val")
 
 
 def client_findings(text: str) -> Iterator[Finding]:
     """``mysql -pSECRET``, ``docker login -p SECRET``: no keyword names these passwords."""
     if "-p" in text and ("mysql" in text or "mariadb" in text or "login" in text):
         for m in _CLIENT_P.finditer(text):
-            yield "generic-keyword/client-password", "generic-keyword", m.start("val"), m.end("val")
+            if not _KEPT.match(m.group("val")):
+                yield "generic-keyword/client-password", "generic-keyword", m.start("val"), m.end("val")
 
 
 __all__ = ["client_findings", "form_findings"]

@@ -108,7 +108,7 @@ def _name_value(match: re.Match[str]) -> str | None:
 _CSV_ROW_RE = re.compile(
     r"(?m)(?:^|(?<=[,;\t]))(?P<pre>[ \t]*\"?(?P<key>"
     + _KEY
-    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"\n]|\"\")*\"|[^,;\t\n \\]+)(?=[,;\t\r\n]|$)"
+    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"\n]|\"\")*\"|(?:[^,;\t\n \\]|\\(?![nrt\"]))+)(?=[,;\t\r\n]|$)"
 )
 _MD_ROW_RE = re.compile(
     r"(?m)(?P<pre>(?:[ \t]*\||(?<=\|)|(?<=\|[ \t]))[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)"

@@ -164,7 +164,7 @@ _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.
 # Shell/template references and filler: ``$API_KEY``, ``$1``, ``{SumoAccessKey}``, ``xxxxxxxx``,
 # ``********``, ``<token>`` -- documentation and configuration templates, not credentials.
 _PLACEHOLDER_RE = re.compile(
-    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`(?:[^`]*[\s$(|/][^`]*)?`?|\[[A-Z][A-Z0-9_ ]*\]"
+    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`[^`]*$|`(?:[^`]*[\s$(|/][^`]*)?`|\[[A-Z][A-Z0-9_ ]*\]"
     r"|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
 )
 _SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token)\s+")
@@ -179,6 +179,11 @@ _CODE_CALL_RE = re.compile(
 _QUOTED_RE = re.compile(r"\"([^\"]*)\"|'([^']*)'")
 _ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 _BARE_RUN_RE = re.compile(r"[A-Za-z0-9_+/=\-]{8,}")
+
+
+def is_code_call(value: str) -> bool:
+    """``new AWS.SharedIniFileCredentials({…})``, ``os.getenv("NAME")``: code that fetches a secret."""
+    return _code_call(value.strip().rstrip(",;"))
 
 
 def _code_call(value: str) -> bool:
@@ -202,8 +207,9 @@ _FILLER_RE = re.compile(r"(?P<c>[xX*#.])(?P=c){7,}")  # letters of filler only: 
 
 def is_placeholder_token(token: str) -> bool:
     """A vendor-shaped token that documentation uses as a placeholder: a long run of one filler
-    character (``ghp_xxxxxxxx…``, ``glc_11111111…``). Vendors' published example keys
-    (``…EXAMPLE``) are still redacted: they cannot be told from a real key by shape alone."""
+    character (``ghp_xxxxxxxx…``, ``glc_11111111…``). Hand-typed look-alikes (``…-abc123xyz-
+    klmnopqrstuvwx-…``, ``ABSK…EXAMPLEEXAMPLE…``) are still redacted: gitleaks' own true-positive
+    samples use the same shapes, and a missed key cannot be taken back."""
     return _FILLER_RE.search(token) is not None
 
 
@@ -213,11 +219,16 @@ def _prefixed_filler(value: str) -> bool:
     return len(tail) >= 8 and _FILLER_RE.fullmatch(tail) is not None
 
 
+_FILLER_AFTER_RE = re.compile(r"[-_]?(?P<c>[xX*#])(?P=c){3,}")  # xoxp-…-####################
+
+
 def unless_placeholder(replace: Replacer) -> Replacer:
     """Wrap a token rule's replacer so documentation placeholders (``ghp_xxxx…``) are kept."""
 
     def replacer(match: re.Match[str]) -> str | None:
-        return None if is_placeholder_token(match.group(0)) else replace(match)
+        if is_placeholder_token(match.group(0)) or _FILLER_AFTER_RE.match(match.string, match.end()):
+            return None
+        return replace(match)
 
     return replacer
 
@@ -235,7 +246,7 @@ def is_harmless_value(value: str) -> bool:
     return (
         low in _PLACEHOLDERS
         or low in ("!0", "!1")  # minified JavaScript booleans: ``o.haKey=!1``
-        or "[redacted" in low  # already redacted, or a display like ``ops_eyJz..[Redacted]``
+        or low.startswith("[redacted")
         or bool(_TEMPLATE_CALL_RE.match(stripped))
         or _code_call(stripped)
         or bool(_SCHEME_REDACTED_RE.match(stripped))

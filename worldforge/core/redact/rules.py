@@ -21,6 +21,7 @@ from worldforge.core.redact.keys import (
     Replacer,
     Rule,
     has_digit_and_letter,
+    is_code_call,
     is_harmless_value,
     is_sensitive_key,
     redact_whole,
@@ -52,6 +53,27 @@ def _ambiguous_prefix_token(match: re.Match[str]) -> str | None:
     return REDACTED if len(body) >= 20 and not any(c.isalpha() for c in body) else None
 
 
+_WORDY_RE = re.compile(r"[A-Z]{8,}|[a-z]{8,}|(?:[A-Z][a-z]{2,}){3,}")
+
+
+def _wordy(part: str) -> bool:
+    """Letters in words: one case or capitalised words, with five or more different letters
+    (``AAAAAAAA…`` is filler a test may use for a key, not a word)."""
+    return _WORDY_RE.fullmatch(part) is not None and len(set(part.lower())) >= 5
+
+
+def _slack_token(match: re.Match[str]) -> str | None:
+    """A Slack token's last part is random; documentation ends placeholders in words
+    (``xoxp-1-RANDOMSTRINGHERE``, ``…-SlackAppConfigurationAccessTokenHere``). Letters-only words
+    are the one thing a random part almost never is (all one case, or three or more capitalised
+    words). Short tokens (``xoxb-12345-abcd234``) are still redacted: gitleaks' true positives
+    include legacy tokens that short (``xoxa-3fxny3tkdj9k``)."""
+    body = match.group("body")
+    if _wordy(body.rsplit("-", 1)[-1]):
+        return None
+    return _ambiguous_prefix_token(match)
+
+
 # Token boundaries. ``_``, ``-`` and ``.`` may touch a token: file names and ids are slugs (item
 # ``mock:sk-proj-…/object-swap`` is stored as ``mock_sk-proj-…--object-swap.<digest>.json``, object
 # ids join with ``-``), and boundaries that refused those characters let keys in names through.
@@ -65,10 +87,16 @@ _PEM_RE = re.compile(
 )
 
 
+_PEM_PLACEHOLDER_RE = re.compile(r"[A-Za-z .<>_\-…]{1,40}")  # key material is base64: digits, + and /
+
+
 def _pem(match: re.Match[str]) -> str | None:
     label = match.group("label")
-    if not match.group(0)[len(label) + 16 : -(len(label) + 14)].strip():
-        return None  # an empty block in documentation holds no key material
+    body = match.group(0)[len(label) + 16 :]
+    footer = f"-----END {label}-----"
+    body = (body[: -len(footer)] if body.endswith(footer) else body).strip()
+    if not body or _PEM_PLACEHOLDER_RE.fullmatch(body):
+        return None  # an empty block, or one word (``anything``, ``...``), holds no key material
     return f"-----BEGIN {label}-----{REDACTED}-----END {label}-----"
 
 
@@ -135,8 +163,13 @@ def _query_param(match: re.Match[str]) -> str | None:
 _AUTH_RE = re.compile(r"\b(?P<scheme>Bearer|Basic|Token)(?P<sp>\s+)(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)", re.I)
 
 
+_FILLER_CRED_RE = re.compile(r"(?:[A-Za-z]{1,6}[_\-])?(?P<c>[xX*#.])(?P=c){3,}")
+
+
 def _auth_header(match: re.Match[str]) -> str | None:
     scheme, cred = match.group("scheme"), match.group("cred")
+    if _FILLER_CRED_RE.fullmatch(cred):
+        return None  # token hf_xxxxx: a documented placeholder
     if scheme.lower() == "basic":
         try:
             decoded = base64.b64decode(cred + "=" * (-len(cred) % 4), validate=True)
@@ -165,6 +198,7 @@ _INLINE_ASSIGN_RE = re.compile(
     # (``password=ab=cd``, base64 padding), so only its first character may not be one.
     r"|[^\s,;&\"'<>\[\]{}()=\\][^\s,;&\"'<>\[\]{}()\\]{0,511})"
 )
+_WORD_RE = re.compile(r"[A-Za-z_][\w.]*")
 #: A quoted value's opening: string prefix (``b'…'``) and quote (``"""``, ``'''``, ``\"``, ``"``, ``'``).
 _LITERAL_RE = re.compile(r"^(?P<prefix>[bBrRuU]{0,2})(?P<quote>\"\"\"|'''|\\\"\\\"\\\"|\\\"|[\"'])")
 
@@ -183,6 +217,14 @@ def _assignment(match: re.Match[str]) -> str | None:
         return None
     if "\n" in match.group("sep") and value.endswith(":"):
         return None  # ``token:`` then ``  fn::secret: …`` on the next line: a nested key, not a value
+    text, at = match.string, match.end("val")
+    if text[at : at + 10].lower() == "[redacted]":
+        return None  # ``ops_eyJz..[Redacted]``: a display already cut short by its author
+    if _WORD_RE.fullmatch(value):
+        line_end = text.find("\n", at)
+        rest = text[match.start("val") : len(text) if line_end < 0 else line_end].strip()
+        if rest != value and is_code_call(rest):
+            return None  # ``credentials: new AWS.SharedIniFileCredentials({…})``: code, not a value
     literal = _LITERAL_RE.match(value)
     if literal is not None:
         quote = literal.group("quote")
@@ -303,7 +345,7 @@ RULES: tuple[Rule, ...] = (
         "Slack tokens (xox?-)",
         ("xox", "xapp-"),
         _B + r"(?:xox[abpsr]|xapp)-(?P<scope>)(?P<body>[A-Za-z0-9\-]{10,})" + _E,
-        _ambiguous_prefix_token,
+        _slack_token,
     ),
     _provider_rule(
         "huggingface-token",

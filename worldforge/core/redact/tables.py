@@ -69,6 +69,8 @@ def secret_cell(header: str, value: str) -> bool:
     """
     if not value or " " in value or is_harmless_value(value):
         return False
+    if _NAME_RE.fullmatch(value) and is_sensitive_key(value):
+        return False  # a key name (``api_key``): its own value is the secret, which the key rules take
     if _PASSWORD_RE.search(header):
         return len(value) >= 4
     return (
@@ -77,6 +79,17 @@ def secret_cell(header: str, value: str) -> bool:
         or (value != value.lower() and value != value.upper() and value != value.capitalize())
         or len(value) >= 12
     )
+
+
+_NUMBER_RE = re.compile(r"[-+]?[\d.,%]+")
+
+
+def header_row(cells: list[str]) -> bool:
+    """Whether a line's cells read as column names: two or more, none a number, and every inner
+    cell a name (the outer ones may carry the quoting of an enclosing format)."""
+    if len(cells) < 2 or any(_NUMBER_RE.fullmatch(c) for c in cells):
+        return False
+    return all(not c or _NAME_RE.fullmatch(c) for c in cells[1:-1])
 
 
 def _lines(text: str) -> tuple[list[int], list[str]]:
@@ -110,7 +123,7 @@ def secret_cells(text: str) -> tuple[Cell, ...]:
 
 def _column_cells(text: str, starts: list[int], lines: list[str], index: int, delimiter: str) -> list[Cell]:
     header = _cells(lines[index], starts[index], delimiter)
-    if len(header) < 2:
+    if not header_row([text[s:e] for s, e in header]):
         return []
     columns = [
         (i, text[s:e])
@@ -132,8 +145,8 @@ def _column_cells(text: str, starts: list[int], lines: list[str], index: int, de
         if not line.strip():
             continue
         cells = _cells(line, starts[line_no], delimiter)
-        if len(cells) < 2:
-            break
+        if len(cells) < 2 or abs(len(cells) - len(header)) > 1:
+            break  # not a row of this table (one cell more or less: a quoting format's first cell)
         for column, name in columns:
             candidates = {column} if len(cells) == len(header) else {column, len(cells) - len(header) + column}
             for at in candidates:
@@ -160,4 +173,4 @@ def column_cell(match: re.Match[str]) -> str | None:
     return None if match.group(0) == REDACTED else REDACTED
 
 
-__all__ = ["ColumnCells", "column_cell", "secret_cell", "secret_cells"]
+__all__ = ["ColumnCells", "column_cell", "header_row", "secret_cell", "secret_cells"]
