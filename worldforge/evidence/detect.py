@@ -233,9 +233,12 @@ _SEP_VALUE = re.compile(
     r"(?i)(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,>]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
     r"(?P<val>[^\s\"'`<>|,;\\\]\[{}()]{8,})"
 )
-_NAME_VALUE = re.compile(
+# The value half first (it starts with a comma, which the engine finds fast), then the name half
+# right before it.
+_VALUE_HALF = re.compile(r"(?i),\s*[\"']?(?:value|val|content|data|secret)[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})")
+_NAME_HALF = re.compile(
     r"(?i)[\"']?(?:name|key|field|header|param|parameter|variable|var|env|setting)[\"']?\s*[:=]\s*[\"']"
-    r"(?P<name>[A-Za-z0-9_.\-]+)[\"']\s*,\s*[\"']?(?:value|val|content|data|secret)[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})"
+    r"(?P<name>[A-Za-z0-9_.\-]+)[\"']\s*$"
 )
 # <input name=… value=…>, and XML settings: <entry key="api_token" value="…"/>, <add key=… value=…/>
 _INPUT = re.compile(
@@ -429,8 +432,9 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         for k in ("pass", "pwd", "secret", "token", "key", "cred", "auth", "session", "cookie", "bearer")
     ):
         yield from _keyword_findings(text)
-        for m in _NAME_VALUE.finditer(text):
-            if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
+        for m in _VALUE_HALF.finditer(text):
+            half = _NAME_HALF.search(text, max(0, m.start() - 200), m.start())
+            if half and _generic_name_ok(half.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/name-value", "generic-keyword", m.start("val"), m.end("val")
         for m in _MARKUP_PAIR.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):

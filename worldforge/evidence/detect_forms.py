@@ -10,12 +10,13 @@ name and a generated value, so the two modules cannot drift apart.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator
 
 Finding = tuple[str, str, int, int]  # rule, family, start, end
 
-_HEADER_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|cookie|session")
+_HEADER_STEMS = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "cookie", "session")
 _CELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\- ]{0,60}")
 _RULE_LINE = re.compile(r"^[\s|:\-]*-[\s|:\-]*$")
 _NUMBER = re.compile(r"[-+]?[\d.,%]+")
@@ -27,9 +28,9 @@ _SPLIT_KEY = re.compile(
     r"(?i)\b(?:api|access|secret|private|signing|encryption|master|license)[\"']?[ \t]*:[ \t]*\{?\s*"
     r"[\"']?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<val>[^\"'\s,}]{6,})"
 )
-_PREFIXED_LITERAL = re.compile(
-    r"(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?\s*[:=]\s*[bBrRuU]{1,2}[\"'](?P<val>[^\"'\s]{6,})"
-)
+# These two start at the separator (a leading name class would make the engine try every position
+# of a megabyte manifest); the name is read backwards from there.
+_PREFIXED_LITERAL = re.compile(r"[:=][ \t]*[bBrRuU]{1,2}[\"'](?P<val>[^\"'\s]{6,})")
 _CDATA = re.compile(r"<(?P<name>[A-Za-z0-9_.\-]{2,80})\b[^<>]*>\s*<!\[CDATA\[\s*(?P<val>[^\]\s]{6,})")
 _PASSWORD_INPUT = re.compile(
     r"(?i)<input\b(?=[^>]*\btype\s*=\s*[\"']?password\b)[^>]*\bvalue\s*=\s*[\"']?(?P<val>[^\"'\s>]{4,})"
@@ -40,7 +41,19 @@ _CLIENT_P = re.compile(
 )
 #: What a redactor leaves or a template holds: ``[redacted]``, ``<user>``, ``$VAR``, ``${VAR}``.
 _KEPT = re.compile(r"\[redacted\]|<[a-z\-]+>|\$[{(A-Za-z_]|\*{3,}")
-_NUMERIC = re.compile(r"(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?\s*[:=]\s*[\"']?(?P<val>\d{6,})(?![\d.])")
+_NUMERIC = re.compile(r"[:=][ \t]*[\"']?(?P<val>\d{6,})(?![\d.])")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _name_before(text: str, at: int) -> str:
+    """The identifier that ends just before ``at`` (a closing quote and blanks skipped)."""
+    end = at
+    while end > 0 and text[end - 1] in " \t\"'":
+        end -= 1
+    start = end
+    while start > 0 and end - start < 80 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return text[start:end]
 
 
 def _cells(line: str, delimiter: str) -> list[tuple[int, int]]:
@@ -76,9 +89,17 @@ def _table_findings(
     offsets = [0]
     for line in lines[:-1]:
         offsets.append(offsets[-1] + len(line) + 1)
-    for index, header in enumerate(lines[:-1]):
-        if not _HEADER_WORD.search(header):
+    lowered = text.lower()
+    candidates: set[int] = set()
+    for stem in _HEADER_STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            candidates.add(bisect.bisect_right(offsets, at) - 1)
+            at = lowered.find(stem, at + 1)
+    for index in sorted(candidates):
+        if index + 1 >= len(lines):
             continue
+        header = lines[index]
         for delimiter in ("|", ",", ";", "\t"):
             if delimiter not in header:
                 continue
@@ -121,18 +142,31 @@ def form_findings(
     text: str, secret_name: Callable[[str], bool], generated: Callable[[str], bool]
 ) -> Iterator[Finding]:
     """Findings of these rules in ``text``; the caller runs them only where a keyword occurs."""
+    lowered = text.lower()
     yield from _table_findings(text, secret_name, generated)
-    for pattern, rule in ((_TWO_WORDS, "two-word-key"), (_SPLIT_KEY, "split-key")):
-        for m in pattern.finditer(text):
+    if " key" in lowered or "\tkey" in lowered:
+        for m in _TWO_WORDS.finditer(text):
             if generated(m.group("val")):
-                yield f"generic-keyword/{rule}", "generic-keyword", m.start("val"), m.end("val")
-    for pattern, rule in ((_PREFIXED_LITERAL, "literal"), (_CDATA, "cdata")):
-        for m in pattern.finditer(text):
+                yield "generic-keyword/two-word-key", "generic-keyword", m.start("val"), m.end("val")
+    if "key" in lowered and ":" in text:
+        for m in _SPLIT_KEY.finditer(lowered):
+            if generated(text[m.start("val") : m.end("val")]):
+                yield "generic-keyword/split-key", "generic-keyword", m.start("val"), m.end("val")
+    if "cdata" in lowered:
+        for m in _CDATA.finditer(text):
             if secret_name(m.group("name")) and generated(m.group("val")):
-                yield f"generic-keyword/{rule}", "generic-keyword", m.start("val"), m.end("val")
-    for m in _NUMERIC.finditer(text):
-        if secret_name(m.group("name")) and re.search(r"(?i)pass|pwd|secret", m.group("name")):
-            yield "generic-keyword/numeric", "generic-keyword", m.start("val"), m.end("val")
+                yield "generic-keyword/cdata", "generic-keyword", m.start("val"), m.end("val")
+    for pattern, rule in ((_PREFIXED_LITERAL, "literal"), (_NUMERIC, "numeric")):
+        for m in pattern.finditer(text):
+            name = _name_before(text, m.start())
+            if not secret_name(name):
+                continue
+            if rule == "literal" and generated(m.group("val")):
+                yield "generic-keyword/literal", "generic-keyword", m.start("val"), m.end("val")
+            elif rule == "numeric" and re.search(r"(?i)pass|pwd|secret", name):
+                yield "generic-keyword/numeric", "generic-keyword", m.start("val"), m.end("val")
+    if "password" not in lowered:
+        return
     for m in _PASSWORD_INPUT.finditer(text):
         if not _KEPT.match(m.group("val")):
             yield "generic-keyword/password-input", "generic-keyword", m.start("val"), m.end("val")

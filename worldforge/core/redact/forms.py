@@ -91,10 +91,35 @@ def _plausible_secret(value: str) -> bool:
 # spell them (``{"name": …, "value": …}``, ``{"header": "Authorization", "value": …}``).
 NAME_FIELDS = ("name", "key", "field", "header", "param", "parameter", "variable", "var", "env", "setting")
 VALUE_FIELDS = ("value", "val", "secret", "data", "content")
-_NAME_VALUE_RE = re.compile(
-    r"(?P<pre>[\"']?(?i:" + "|".join(NAME_FIELDS) + r")[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*,\s*"
-    r"[\"']?(?i:" + "|".join(VALUE_FIELDS) + r")[\"']?\s*[:=]\s*)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
+# Matched from the ``, "value":`` part (a literal comma start keeps a megabyte scan fast), then the
+# name part is read backwards from there.
+_VALUE_PART_RE = re.compile(
+    r",\s*[\"']?(?i:" + "|".join(VALUE_FIELDS) + r")[\"']?\s*[:=]\s*(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
 )
+_NAME_PART_RE = re.compile(
+    r"[\"']?(?i:" + "|".join(NAME_FIELDS) + r")[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*$"
+)
+
+
+class _NameValuePairs:
+    """Matcher for ``{"name": NAME, "value": …}``: each match has groups ``pre``, ``key`` and ``val``."""
+
+    def search(self, text: str, pos: int = 0, /) -> re.Match[str] | None:
+        while (value := _VALUE_PART_RE.search(text, pos)) is not None:
+            name = _NAME_PART_RE.search(text, max(0, value.start() - 200), value.start())
+            if name is not None:
+                pre, val = text[name.start() : value.start("val")], value.group("val")
+                key = re.escape(name.group("key"))
+                whole = re.compile(
+                    "(?P<pre>" + re.escape(pre[: name.start("key") - name.start()]) + "(?P<key>" + key + ")"
+                    + re.escape(pre[name.end("key") - name.start() :]) + ")(?P<val>" + re.escape(val) + ")"
+                )
+                found = whole.match(text, name.start())
+                if found is not None:
+                    return found
+            pos = value.start() + 1
+        return None
+
 
 
 def _name_value(match: re.Match[str]) -> str | None:
@@ -385,7 +410,7 @@ FORM_RULES: tuple[Rule, ...] = (
         "name-value-pair",
         '{"name": SECRET_NAME, "value": …} pairs',
         NAME_FIELDS,
-        _NAME_VALUE_RE,
+        _NameValuePairs(),
         _name_value,
     ),
     Rule("xml-element", "<api_token>…</api_token> XML elements", ("</",), _XML_ELEMENT_RE, _xml_element),

@@ -25,6 +25,11 @@ _KEY_PARENTS = frozenset({"api", "access", "secret", "private", "signing", "encr
 _SECRET_NUMBER = 100_000
 
 
+#: The name fields as payloads spell them (``name``, ``Name``, ``NAME``): a set lookup per dict.
+_NAME_KEYS = frozenset(v for n in NAME_FIELDS for v in (n, n.capitalize(), n.upper()))
+_VALUE_KEYS = frozenset(v for n in VALUE_FIELDS for v in (n, n.capitalize(), n.upper()))
+
+
 def _names_setting(value: Any) -> bool:
     return isinstance(value, str) and _SETTING_NAME_RE.fullmatch(value) is not None and is_sensitive_key(value)
 
@@ -90,11 +95,13 @@ def _walk(value: Any, key: str | None, memo: dict[str, str], parent: str | None 
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _SECRET_NUMBER:
             return REDACTED
     if isinstance(value, dict):
-        secret_pair = any(str(k).lower() in NAME_FIELDS and _names_setting(v) for k, v in value.items())
+        secret_pair = not _NAME_KEYS.isdisjoint(value) and any(
+            _names_setting(value[k]) for k in _NAME_KEYS.intersection(value)
+        )
         out: dict[str, Any] = {}
         for k, v in value.items():
             name = _text(str(k), memo)
-            held = str(k).lower() in VALUE_FIELDS
+            held = secret_pair and k in _VALUE_KEYS
             if secret_pair and held and not (isinstance(v, str) and is_harmless_value(v)):
                 out[name] = _redact_leaves(v)
             else:
