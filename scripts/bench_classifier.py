@@ -7,7 +7,7 @@ Writes JSON (stdout, and ``--out FILE`` if given):
   holds in memory) to softmax + embedding: input preparation (resize to 64 px, rescale,
   normalize: bit for bit the model processor's output), forward pass, softmax, embedding.
 * ``bundled.images_per_second_from_png`` adds PNG decoding of the 1024 px files the pipeline writes
-  (:func:`worldforge.pcg.render.png_bytes`); ``..._from_pillow_png`` does the same for PNGs saved by
+  (:func:`worldforge.pcg.sim.render.png_bytes`); ``..._from_pillow_png`` does the same for PNGs saved by
   Pillow (Paeth-filtered rows, so Pillow decodes them).
 * ``bundled.without_shortcut`` — the same inputs through the model's own processor, for comparison.
 * Every figure is the best of ``--repeats`` runs (default 9; the machine is shared and its speed
@@ -41,15 +41,16 @@ sys.path.insert(0, str(ROOT))
 
 
 def _renders(n: int) -> list[Any]:
-    from worldforge.pcg.glyphs import LETTERS, letter_program
-    from worldforge.pcg.pipeline import run_batch
-    from worldforge.pcg.render import render_level
+    from worldforge.pcg.letters import LETTERS
+    from worldforge.pcg.levels.glyphs import letter_program
+    from worldforge.pcg.sim.pipeline import run_batch
+    from worldforge.pcg.sim.render import render_level
 
     programs = [letter_program(LETTERS[i % 26], 500 + i // 26) for i in range(n)]
     outcomes = run_batch(programs, workers=2, render=False, details=False)
     del outcomes  # physics warm-up only; the images below come from the same programs
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.physics import simulate
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.sim.physics import simulate
 
     return [render_level(simulate(convert(p))) for p in programs]
 
@@ -78,8 +79,8 @@ def _rates(
 def bench_bundled(images: list[Any], batch: int, repeats: int, workers: int) -> dict[str, Any]:
     import torch
 
-    from worldforge.pcg.classifier import load_classifier
-    from worldforge.pcg.render import png_bytes
+    from worldforge.pcg.sim.render import png_bytes
+    from worldforge.pcg.similarity.classifier import load_classifier
 
     clf = load_classifier(None, device="cpu")
     ours = [png_bytes(img) for img in images]
@@ -112,7 +113,8 @@ def bench_vit_base(images: list[Any], batch: int) -> dict[str, Any]:
     import torch
     from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 
-    from worldforge.pcg.classifier import LETTERS, load_classifier
+    from worldforge.pcg.letters import LETTERS
+    from worldforge.pcg.similarity.classifier import load_classifier
 
     config = ViTConfig(
         image_size=224,

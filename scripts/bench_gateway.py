@@ -39,7 +39,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _exchange_overhead(rounds: int, run: Any = None) -> dict[str, Any]:
     from worldforge.forge import WorldForge
     from worldforge.gateway import Gateway
-    from worldforge.pcg.programs import resolve_programs
+    from worldforge.pcg.programs.prompt import resolve_programs
 
     program = resolve_programs(["zero-shot"])[0]
     forge = WorldForge()
@@ -76,9 +76,9 @@ def _exchange_overhead(rounds: int, run: Any = None) -> dict[str, Any]:
 
 
 def _suite_once(gateway: bool, workers: int, classifier: Any) -> tuple[float, str, dict[str, float]]:
-    from worldforge.evaluation.science_birds import evaluate
-    from worldforge.evaluation.science_birds_run import RunState
     from worldforge.forge import WorldForge
+    from worldforge.suites.science_birds.run import RunState
+    from worldforge.suites.science_birds.suite import evaluate
 
     state = RunState()
     with tempfile.TemporaryDirectory() as cache:
@@ -104,7 +104,7 @@ def _suite_once(gateway: bool, workers: int, classifier: Any) -> tuple[float, st
 
 
 def _suite(repeat: int, workers: int) -> dict[str, Any]:
-    from worldforge.evaluation.science_birds_run import Classifier
+    from worldforge.suites.science_birds.config import Classifier
 
     classifier = Classifier(None)
     classifier.identity()  # load the weights outside the timings

@@ -2,7 +2,7 @@
 
 The corpus is generated from a fixed seed so every machine measures the same levels: programs of 5
 to 60 ``drop_block`` calls, like real replies: two thirds are letter-shaped programs A-Z (from
-:mod:`worldforge.pcg.glyphs` with its built-in bitmap font; mostly stable, like the published top
+:mod:`worldforge.pcg.levels.glyphs` with its built-in bitmap font; mostly stable, like the published top
 entries whose mean stability is 0.84-0.88), one third random drops over a column window (many
 overhang and collapse, the expensive case: bodies stay awake for many steps). Every program
 converts without an official error. The corpus digest is in the output.
@@ -30,14 +30,14 @@ from typing import Any
 
 SEED = 20240422
 # Digest of the corpus the figures in docs/performance.md were measured on. The letter programs come
-# from worldforge.pcg.glyphs; if that algorithm changes, the corpus (and this flag) change too.
+# from worldforge.pcg.levels.glyphs; if that algorithm changes, the corpus (and this flag) change too.
 REFERENCE_CORPUS_DIGEST = "sha256:92cf22db8e62456374d121b1a79343a441d7b2595e7b30ef19e16cd2b7b4455f"
 N_LEVELS = 300
 
 
 def _letter(rng: random.Random, letter: str) -> list[tuple[str, int]]:
     """A letter-shaped program (built-in 5x7 bitmap font, so the corpus is the same everywhere)."""
-    from worldforge.pcg.glyphs import letter_program
+    from worldforge.pcg.levels.glyphs import letter_program
 
     program = letter_program(letter, rng.randint(0, 10_000), "bitmap-5x7")
     calls = []
@@ -60,7 +60,7 @@ def _random_drops(rng: random.Random, n: int) -> list[tuple[str, int]]:
 def build_corpus(n_levels: int = N_LEVELS, seed: int = SEED) -> list[str]:
     """Fixed corpus of valid programs (each converts; 5-60 blocks)."""
     from worldforge.core.errors import StageError
-    from worldforge.pcg.convert import convert
+    from worldforge.pcg.levels.convert import convert
 
     rng = random.Random(seed)
     corpus: list[str] = []
@@ -81,8 +81,8 @@ def build_corpus(n_levels: int = N_LEVELS, seed: int = SEED) -> list[str]:
 
 
 def _time_serial(xmls: list[str], png: bool) -> tuple[float, list[Any], float, float]:
-    from worldforge.pcg.physics import simulate
-    from worldforge.pcg.render import encode_png, render_array
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import encode_png, render_array
 
     sim_s = render_s = 0.0
     results = []
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from worldforge.core.digests import digest_payload
     from worldforge.core.io import atomic_write_text
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.pipeline import run_batch
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.sim.pipeline import run_batch
 
     corpus = build_corpus(args.levels)
     xmls = [convert(p) for p in corpus]

@@ -41,9 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from worldforge.evaluation.science_birds import evaluate
-    from worldforge.evaluation.science_birds_run import Classifier, RunState, parse_characters
     from worldforge.forge import WorldForge
+    from worldforge.suites.science_birds.config import Classifier, parse_characters
+    from worldforge.suites.science_birds.run import RunState
+    from worldforge.suites.science_birds.suite import evaluate
 
     models = [m for m in args.models.split(",") if m]
     workers = args.workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)

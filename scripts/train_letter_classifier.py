@@ -1,18 +1,19 @@
 #!/usr/bin/env python
 """Train the bundled letter classifier from levels made by WorldForge's own pipeline.
 
-Data: for every letter A-Z and seed, :func:`worldforge.pcg.glyphs.letter_program` rasterizes the
+Data: for every letter A-Z and seed, :func:`worldforge.pcg.levels.glyphs.letter_program` rasterizes the
 glyph (DejaVu faces, Pillow's default font, the built-in bitmap font; varied scale, stroke weight,
 width, position and block choice) and decomposes it into ``drop_block`` calls; the program is then
-converted (``worldforge.pcg.convert``), simulated in Box2D (``worldforge.pcg.physics``) and rendered
-as the black-on-white 1024 px similarity image (``worldforge.pcg.render``), exactly what the
-similarity stage classifies. Renders are kept at 128 px (an exact 8x box reduction) and augmented
-on the fly (affine jitter, stroke dilation/erosion) before the model's 64 px input.
+converted (``worldforge.pcg.levels.convert``), simulated in Box2D
+(``worldforge.pcg.sim.physics``) and rendered as the black-on-white 1024 px similarity image
+(``worldforge.pcg.sim.render``), exactly what the similarity stage classifies. Renders are kept
+at 128 px (an exact 8x box reduction) and augmented on the fly (affine jitter, stroke
+dilation/erosion) before the model's 64 px input.
 
 Model: a small ``ResNetForImageClassification`` (basic blocks, widths 16-128) with a
 ``ViTImageProcessor`` that box-resizes to 64 px and normalizes to [-1, 1]; it loads through the
 transformers Auto classes like any hub checkpoint. Held-out accuracy is measured through
-:func:`worldforge.pcg.classifier.load_classifier` on full-size renders of unseen seeds.
+:func:`worldforge.pcg.similarity.classifier.load_classifier` on full-size renders of unseen seeds.
 
 Deterministic for a given seed, machine and thread count (CPU only). Usage::
 
@@ -36,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 from worldforge.core.canonical import pretty_json  # noqa: E402
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload  # noqa: E402
 from worldforge.core.io import atomic_write_text  # noqa: E402
-from worldforge.pcg.glyphs import LETTERS, letter_program  # noqa: E402
+from worldforge.pcg.letters import LETTERS  # noqa: E402
+from worldforge.pcg.levels.glyphs import letter_program  # noqa: E402
 
 DEFAULT_OUT = ROOT / "worldforge" / "pcg" / "assets" / "letter-classifier"
 DEFAULT_MANIFEST = ROOT / "dataset-manifests" / "letter-classifier.json"
@@ -49,9 +51,9 @@ def render_small(program: str) -> bytes:
     """convert -> simulate -> render; the 1024 px render box-reduced to 128 px greyscale bytes."""
     from PIL import Image
 
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.physics import simulate
-    from worldforge.pcg.render import render_array
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import render_array
 
     rgba = render_array(simulate(convert(program)))
     return Image.fromarray(rgba[:, :, 0].copy(), mode="L").reduce(1024 // IMAGE).tobytes()
@@ -59,9 +61,9 @@ def render_small(program: str) -> bytes:
 
 def render_full(program: str) -> bytes:
     """The full 1024 px similarity image as PNG-free RGB bytes (held-out evaluation input)."""
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.physics import simulate
-    from worldforge.pcg.render import render_array
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import render_array
 
     return render_array(simulate(convert(program)))[:, :, :3].tobytes()
 
@@ -187,7 +189,7 @@ def train(images: list[bytes], labels: list[int], *, epochs: int, seed: int, lr:
 def evaluate(folder: Path, programs: list[str], labels: list[int], images: list[bytes]) -> dict[str, Any]:
     from PIL import Image
 
-    from worldforge.pcg.classifier import load_classifier
+    from worldforge.pcg.similarity.classifier import load_classifier
 
     clf = load_classifier(folder, device="cpu")
     pil = [Image.frombytes("RGB", (1024, 1024), raw) for raw in images]
@@ -224,7 +226,7 @@ are comparable only with runs that used the same weights (see `weights_digest` i
 
 ## Training data (generated, not stored)
 - {meta["train"]["levels"]} levels: {meta["train"]["seeds"]} seeds x 26 letters from
-  `worldforge.pcg.glyphs.letter_program` (DejaVu faces, Pillow's default font, built-in bitmap font;
+  `worldforge.pcg.levels.glyphs.letter_program` (DejaVu faces, Pillow's default font, built-in bitmap font;
   varied scale, stroke weight, width, position and block choice), converted, simulated (Box2D) and
   rendered by the project's level pipeline; 128 px greyscale renders, affine and stroke-weight
   augmentation on the fly.
@@ -236,7 +238,7 @@ are comparable only with runs that used the same weights (see `weights_digest` i
 ## Held-out accuracy
 - Top-1 accuracy **{acc["accuracy"]:.3f}** on {acc["images"]} full-size renders of unseen programs
   (seeds {HELDOUT_SEED_BASE}..{HELDOUT_SEED_BASE + meta["heldout_seeds"] - 1}), measured through
-  `worldforge.pcg.classifier.load_classifier`.
+  `worldforge.pcg.similarity.classifier.load_classifier`.
 - Hardest letters: {", ".join(f"{c} {v:.2f}" for c, v in worst)}.
 - For reference, the official ViT scores 0.823 on 130 real competition level images (pipeline spec
   section 5); the two numbers are on different image sets and are not comparable.

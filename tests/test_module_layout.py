@@ -88,24 +88,81 @@ def test_private_import_scan_catches_both_forms() -> None:
     assert hits == ["2: from worldforge.evaluation.suite import _helper", "4: glyphs._load_font"]
 
 
-def test_glyph_names_are_reexported_from_their_new_home() -> None:
-    from worldforge.pcg import drop_plan, glyphs
+def _reexported(source: str) -> list[str]:
+    """Names a module lists in ``__all__`` although it imports them from another worldforge module."""
+    tree = ast.parse(source)
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("worldforge")
+        for alias in node.names
+    }
+    exported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            exported = [elt.value for elt in node.value.elts if isinstance(elt, ast.Constant)]
+    return sorted(name for name in exported if name in imported)
 
-    for name in drop_plan.__all__:
-        assert getattr(glyphs, name) is getattr(drop_plan, name), name
-        assert name in glyphs.__all__, name
+
+# Deliberate public faces: the sanitizer's evidence-layer re-export, the redaction rules' shared names,
+# the HTML renderer's building blocks.
+PUBLIC_FACES = {
+    "worldforge/evidence/sanitize.py",
+    "worldforge/core/redact/rules.py",
+    "worldforge/reports/html.py",
+    "worldforge/providers/openai_compat.py",
+}
 
 
-def test_folder_scoring_reexports_the_result_writers() -> None:
-    from worldforge.pcg import folder_scoring, score_report
+def test_no_module_is_a_reexport_shim() -> None:
+    """A name has one home: modules (not packages) export only what they define."""
+    offenders = {
+        rel: names
+        for p in _modules()
+        if p.name != "__init__.py"
+        and (rel := p.relative_to(PACKAGE.parent).as_posix()) not in PUBLIC_FACES
+        and (names := _reexported(p.read_text("utf-8")))
+    }
+    assert offenders == {}
 
-    for name in score_report.__all__:
-        assert getattr(folder_scoring, name) is getattr(score_report, name), name
-        assert name in folder_scoring.__all__, name
+
+def test_reexport_scan_sees_a_shim() -> None:
+    source = "from worldforge.pcg.levels.drop_plan import Grid, plan_blocks\nX = 1\n__all__ = ['X', 'Grid']\n"
+    assert _reexported(source) == ["Grid"]
+
+
+def test_relocated_modules_import_from_their_old_path_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    from worldforge._imports import RELOCATED
+
+    for old, new in sorted(RELOCATED.items()):
+        monkeypatch.delitem(sys.modules, old, raising=False)
+        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+            alias = importlib.import_module(old)
+        target = importlib.import_module(new)
+        assert target.__all__, new
+        for name in target.__all__:
+            assert getattr(alias, name) is getattr(target, name), (old, name)
+
+
+def test_one_letters_definition() -> None:
+    from worldforge.pcg.letters import LETTERS
+
+    assert LETTERS == tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    defining = [
+        p.relative_to(PACKAGE.parent).as_posix()
+        for p in _modules()
+        if '"ABCDEFGHIJKLMNOPQRSTUVWXYZ"' in p.read_text("utf-8")
+    ]
+    assert defining == ["worldforge/pcg/letters.py"]
 
 
 def test_drop_plan_builds_a_hand_drawn_grid_without_fonts() -> None:
-    from worldforge.pcg.drop_plan import (
+    from worldforge.pcg.levels.drop_plan import (
         balance_supports,
         blocks_to_program,
         grid_from_text,
@@ -131,7 +188,7 @@ def test_drop_plan_builds_a_hand_drawn_grid_without_fonts() -> None:
 
 
 def test_balance_supports_reports_a_block_that_would_topple() -> None:
-    from worldforge.pcg.drop_plan import Block, balance_supports
+    from worldforge.pcg.levels.drop_plan import Block, balance_supports
 
     # A b31 resting on its leftmost cell only: its centre of mass is beyond the contact.
     leaning = [Block("b11", 3, 0), Block("b31", 4, 1)]
@@ -160,7 +217,7 @@ def test_shipped_presets_are_package_data_found_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from worldforge.benchmark.presets import list_presets, preset_dirs
-    from worldforge.pcg.programs import BUILTIN_PROGRAMS, builtin_program, builtin_programs_dir
+    from worldforge.pcg.programs.prompt import BUILTIN_PROGRAMS, builtin_program, builtin_programs_dir
     from worldforge.presets import PRESETS_DIR, PROGRAMS_DIR
 
     assert PRESETS_DIR == PACKAGE / "presets" and builtin_programs_dir() == PROGRAMS_DIR

@@ -490,7 +490,7 @@ def test_bundle_lists_a_changed_input_fixture_as_excluded(
 
 
 def test_suite_defaults_are_the_competition_evaluation_set(in_tmp: Path) -> None:
-    from worldforge.evaluation.science_birds_config import SuiteConfig
+    from worldforge.suites.science_birds.config import SuiteConfig
 
     text = "\n".join(_seed_lines(PCG_SEED))
     assert "10 trials for each of the 26 uppercase letters" in text
@@ -607,7 +607,7 @@ def test_scoring_policy_restated_from_records(tmp_path: Path) -> None:
 
 
 def test_ranking_policy_ties_go_to_the_shortest_prompt_then_co_winners() -> None:
-    from worldforge.pcg.scoring import rank_programs
+    from worldforge.pcg.scoring.scores import rank_programs
 
     lengths = {"a": 120, "b": 90, "c": 90, "baseline_zero_shot": 50}
     shortest = rank_programs([("a", 40.0), ("b", 40.0), ("baseline_zero_shot", 20.0)], prompt_lengths=lengths)

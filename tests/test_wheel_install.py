@@ -101,8 +101,8 @@ def test_installed_command_lists_presets_and_programs_outside_the_checkout(
 
     probe = (
         "import json, worldforge\n"
-        "from worldforge.pcg.classifier import BUNDLED_DIR\n"
-        "from worldforge.pcg.programs import builtin_programs_dir, resolve_programs\n"
+        "from worldforge.pcg.similarity.classifier import BUNDLED_DIR\n"
+        "from worldforge.pcg.programs.prompt import builtin_programs_dir, resolve_programs\n"
         "print(json.dumps({'package': worldforge.__file__, 'programs_dir': str(builtin_programs_dir()),\n"
         "    'classifier_dir': str(BUNDLED_DIR),\n"
         "    'programs': {p.name: p.digest for p in resolve_programs(None)}}))\n"
@@ -110,7 +110,7 @@ def test_installed_command_lists_presets_and_programs_outside_the_checkout(
     seen = json.loads(_run([str(venv / "bin" / "python"), "-c", probe], outside, env).stdout)
     for key in ("package", "programs_dir", "classifier_dir"):
         assert Path(seen[key]).resolve().is_relative_to(venv.resolve()), seen[key]
-    from worldforge.pcg.programs import resolve_programs
+    from worldforge.pcg.programs.prompt import resolve_programs
 
     assert seen["programs"] == {p.name: p.digest for p in resolve_programs(None)}
 
@@ -120,7 +120,7 @@ def test_installed_science_birds_eval_matches_the_checkout(
 ) -> None:
     """The default programs and the bundled classifier come from the wheel and score as in a checkout."""
     from worldforge.core.digests import digest_file
-    from worldforge.pcg.classifier import BUNDLED_DIR
+    from worldforge.pcg.similarity.classifier import BUNDLED_DIR
 
     venv, env = installed
     args = ["eval", "--suite", "science-birds", "--provider", "mock", "--trials", "2", "--characters", "A"]

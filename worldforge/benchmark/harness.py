@@ -30,6 +30,7 @@ from worldforge.benchmark.presets import Preset
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.errors import ProviderError, StageError, WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.pcg.letters import LETTERS
 
 BENCHMARK_SCHEMA_VERSION = 1
 METRIC_SEMANTICS = (
@@ -215,7 +216,7 @@ def pcg_levels(inputs: dict[str, Any]) -> list[tuple[str, int, str]]:
     """``(letter, trial_seed, reply)`` for the preset's letters and trials (mock letter replies)."""
     from worldforge.providers.mock_letters import letter_reply
 
-    letters = str(inputs.get("letters", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    letters = str(inputs.get("letters", "".join(LETTERS)))
     trials = int(inputs.get("trials_per_letter", 1))
     variant = str(inputs.get("variant", ""))
     return [
@@ -231,10 +232,10 @@ def run_pcg(
     completed: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the ``pcg-pipeline`` harness (in this process, so stage timings are comparable)."""
-    from worldforge.pcg.convert import convert
-    from worldforge.pcg.extract import extract_code
-    from worldforge.pcg.physics import simulate
-    from worldforge.pcg.render import render_png
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.levels.extract import extract_code
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import render_png
 
     sim_trials = int(preset.inputs.get("simulation_trials", 1))
     ops = {name: _Op("pcg", name, 1) for name in ("extract", "convert", "simulate", "render", "level")}

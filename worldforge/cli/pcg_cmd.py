@@ -97,7 +97,7 @@ def extract_cmd(
     with cli_errors():
         from worldforge.core.digests import digest_text
         from worldforge.core.errors import StageError, WorldForgeError
-        from worldforge.pcg.extract import extract_code
+        from worldforge.pcg.levels.extract import extract_code
 
         if fmt not in ("text", "json"):
             raise WorldForgeError(f"--format must be text or json, got {fmt!r}.")
@@ -140,7 +140,7 @@ def convert_cmd(
     with cli_errors():
         from worldforge.core.digests import digest_text
         from worldforge.core.errors import StageError
-        from worldforge.pcg.convert import convert
+        from worldforge.pcg.levels.convert import convert
 
         with _run_context(run_workspace, "pcg-convert", {}, resume_run) as run:
             _add_input(run, "program", program)
@@ -169,8 +169,8 @@ def simulate_cmd(
     """Box2D stability test: total/moving/destroyed blocks and stability."""
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
-        from worldforge.pcg.level import parse_level_xml
-        from worldforge.pcg.physics import simulate
+        from worldforge.pcg.levels.level import parse_level_xml
+        from worldforge.pcg.sim.physics import simulate
 
         if fmt not in ("text", "json"):
             raise WorldForgeError(f"--format must be text or json, got {fmt!r}.")
@@ -211,9 +211,9 @@ def render_cmd(
 
         from worldforge.core.digests import digest_bytes
         from worldforge.core.io import atomic_write_bytes
-        from worldforge.pcg.level import parse_level_xml
-        from worldforge.pcg.physics import simulate
-        from worldforge.pcg.render import render_color, render_png
+        from worldforge.pcg.levels.level import parse_level_xml
+        from worldforge.pcg.sim.physics import simulate
+        from worldforge.pcg.sim.render import render_color, render_png
 
         config = {"simulate": not no_simulate, "color": color, "trials": trials}
         with _run_context(run_workspace, "pcg-render", config, resume_run) as run:
@@ -235,7 +235,7 @@ def render_cmd(
 
 
 class _RichProgress:
-    """A rich progress bar that satisfies :class:`worldforge.pcg.folder.Progress` (and is callable)."""
+    """A rich progress bar: a :class:`worldforge.pcg.competition.stages.Progress` (and callable)."""
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -277,7 +277,7 @@ def _report_dict(value: Any) -> Any:
 def _run_stage(
     name: str, source: Path, opts: dict[str, Any], progress: _RichProgress
 ) -> list[dict[str, Any]]:
-    from worldforge.pcg import folder
+    from worldforge.pcg.competition import stages as folder
 
     if name == "extract":
         return [folder.stage_extract(source, progress=progress).to_dict()]
@@ -299,7 +299,7 @@ def _run_stage(
     from worldforge.core.errors import StageError
 
     try:
-        scoring = importlib.import_module("worldforge.pcg.folder_scoring")
+        scoring = importlib.import_module("worldforge.pcg.competition.scoring")
         if name == "similarity":
             out = scoring.stage_similarity(
                 source, classifier=opts["classifier"], workers=opts["workers"], progress=progress
@@ -395,7 +395,7 @@ def _score_selection(
             option = "--" + key.replace("_", "-")
             raise WorldForgeError(f"{option}: only the {' or '.join(allowed)} stage takes it, not {stage!r}.")
     if selection:
-        from worldforge.pcg.folder_scoring import check_score_selection
+        from worldforge.pcg.competition.scoring import check_score_selection
 
         check_score_selection(source, **selection)
     return selection
@@ -445,7 +445,7 @@ def stage_cmd(
     """Run a competition folder stage; failed trials are logged and skipped, never abort the stage."""
     with cli_errors():
         from worldforge.core.errors import WorldForgeError
-        from worldforge.pcg.pipeline import default_workers
+        from worldforge.execution.local import default_workers
 
         if stage not in STAGE_NAMES:
             raise WorldForgeError(f"stage must be one of {', '.join(STAGE_NAMES)}; got {stage!r}.")
@@ -498,7 +498,7 @@ def stage_cmd(
 def _stage_outputs(source: Path) -> dict[str, str]:
     """Digest of every file under the team stage folders (not logs), keyed by relative path."""
     from worldforge.core.digests import digest_file
-    from worldforge.pcg.folder import list_teams
+    from worldforge.pcg.competition.stages import list_teams
 
     outputs: dict[str, str] = {}
     for team in list_teams(source):

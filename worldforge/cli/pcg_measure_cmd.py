@@ -19,7 +19,7 @@ FORMATS = ("text", "json")
 
 
 def _payload(paths: list[Path], result: Any, identity: dict[str, str], embedding: bool) -> dict[str, Any]:
-    from worldforge.pcg.classifier import LETTERS
+    from worldforge.pcg.letters import LETTERS
 
     images = []
     for path, pred in zip(paths, result, strict=True):
@@ -57,7 +57,7 @@ def classify_cmd(
         for path in images:
             if not path.is_file():
                 raise WorldForgeError(f"{path}: file not found.")
-        from worldforge.pcg.classifier import load_classifier
+        from worldforge.pcg.similarity.classifier import load_classifier
 
         model = load_classifier(classifier, device=device)
         result = model.classify(list(images), batch_size=batch_size, embedding=embedding)

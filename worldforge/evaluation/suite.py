@@ -95,15 +95,15 @@ def _builtin_factory(module: str, attr: str) -> SuiteFactory:
 
 _BUILTINS: dict[str, tuple[SuiteFactory, str]] = {
     "physics": (
-        _builtin_factory("worldforge.evaluation.builtin", "build_physics_suite"),
+        _builtin_factory("worldforge.suites.contract", "build_physics_suite"),
         "Prediction determinism and action response over predict.",
     ),
     "planning": (
-        _builtin_factory("worldforge.evaluation.builtin", "build_planning_suite"),
+        _builtin_factory("worldforge.suites.contract", "build_planning_suite"),
         "Relocation, neighbor placement, swap and spawn solved by LatentMPCController.",
     ),
     "science-birds": (
-        _builtin_factory("worldforge.evaluation.science_birds", "build_suite"),
+        _builtin_factory("worldforge.suites.science_birds.suite", "build_suite"),
         "ChatGPT4PCG-style Science Birds letter levels from prompt programs.",
     ),
 }

@@ -1,7 +1,7 @@
 """Presets shipped inside the package: benchmark presets and the baseline prompt programs.
 
 * ``*.yaml`` -- benchmark presets (:mod:`worldforge.benchmark.presets` reads them);
-* ``programs/<name>/prompts/*.txt`` -- the built-in prompt programs (:mod:`worldforge.pcg.programs`).
+* ``programs/<name>/prompts/*.txt`` -- the built-in prompt programs (:mod:`worldforge.pcg.programs.prompt`).
 
 They live in the package, not beside it, so that every kind of install (wheel, sdist, editable)
 carries them and finds them the same way: relative to this file. A source checkout's top-level

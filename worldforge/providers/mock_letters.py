@@ -6,7 +6,7 @@ the whole pipeline the way a real reply does: Markdown prose around a fenced cod
 
 * **Stable**: the same ``(letter, trial_seed, variant)`` always gives byte-identical text, in any
   process (seeds come from SHA-256, never from ``hash()``).
-* **Letter-like**: the program comes from :func:`worldforge.pcg.glyphs.letter_program`, which
+* **Letter-like**: the program comes from :func:`worldforge.pcg.levels.glyphs.letter_program`, which
   decomposes a rasterized glyph into b11/b31/b13 drops, so the level reads as the letter and stands.
 * **Varied across trials**: the seed changes the glyph's thickness/scale/position/block choice, so
   the per-letter diversity score is not zero.
@@ -24,6 +24,13 @@ from functools import lru_cache
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+
+#: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
+#: string) whenever this code's output can change; reference-output tests pin the behaviour. The
+#: value is the id the code had when versions were derived from source files, so digests of runs
+#: made before the package layout changed still compare equal.
+VERSION = "worldforge.providers.mock_letters:b7a46a1c6af793c9"
+
 
 _LETTER_RE = re.compile(r"^[A-Z]$")
 
@@ -112,7 +119,7 @@ def prime(letter: str, trial_seed: int, variant: str, lines: Sequence[str]) -> N
 @lru_cache(maxsize=4096)
 def _cached_lines(letter: str, trial_seed: int, variant: str) -> tuple[str, ...]:
     """Memoised: a multi-turn program asks the mock the same question once per turn."""
-    from worldforge.pcg.glyphs import letter_program
+    from worldforge.pcg.levels.glyphs import letter_program
 
     return tuple(_program_lines(letter_program(letter, trial_seed, variant)))
 

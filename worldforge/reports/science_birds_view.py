@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldforge.pcg.programs import BUILTIN_PROGRAMS, ZERO_SHOT_BASELINE
+from worldforge.pcg.programs.prompt import BUILTIN_PROGRAMS, ZERO_SHOT_BASELINE
 from worldforge.reports.sections import is_safe_png_data_uri
 
 SUITE_ID = "science-birds"

@@ -3,17 +3,10 @@ artifacts; plus listing, verification, diff and retention. See ``docs/architectu
 
 from worldforge.workspace.diff import diff_runs
 from worldforge.workspace.ids import is_run_id, new_run_id, require_run_id
+from worldforge.workspace.layout import DIGEST_RECIPE, MANIFEST_NAME, SCHEMA_VERSION, RunLock, load_manifest
 from worldforge.workspace.prune import apply_prune, plan_prune
-from worldforge.workspace.run import (
-    DIGEST_RECIPE,
-    MANIFEST_NAME,
-    SCHEMA_VERSION,
-    Run,
-    RunInterrupted,
-    RunLock,
-    start_run,
-)
-from worldforge.workspace.store import effective_status, list_runs, load_manifest, resolve_run_dir
+from worldforge.workspace.run import Run, RunInterrupted, start_run
+from worldforge.workspace.store import effective_status, list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
 __all__ = [

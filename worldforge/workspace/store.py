@@ -99,7 +99,6 @@ def resolve_run_dir(workspace_dir: str | Path, ref: str) -> Path:
 __all__ = [
     "effective_status",
     "list_runs",
-    "load_manifest",
     "progress_counts",
     "resolve_run_dir",
     "run_summary",

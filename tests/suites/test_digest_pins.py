@@ -1,0 +1,61 @@
+"""Result digests pinned across refactors: the mock science-birds suite and the folder stages.
+
+A change of package layout, imports or comments must not change what a run produces. These digests
+were measured before the modules moved into ``suites/`` and ``pcg/<concept>/`` and must stay equal;
+a behaviour change that alters them also bumps the affected ``STAGE_VERSION``/``VERSION`` and
+updates the pin with the reason in the commit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worldforge.cli.app import app
+
+REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
+
+SUITE_RESULT = "sha256:93ebf6126f2a515ddc7d2268083b19e674ee677bb7013e515d27ea784f248ecb"
+SUITE_INPUT = "sha256:c713485d206a929c688359b61c1376888603af85ba8684d374e2426699f1fbaf"
+STAGES = {
+    "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
+    "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
+    "stability": "sha256:4b4d7d5b184684bcda96a18f2a07cdc9370d49d2941a45b5ae6761e003456968",
+    "images": "sha256:3120f60b80cace3693eb19bf7f867f467ae9df4944a5b07ed28cf7684bc792f3",
+}
+
+
+def _manifests(workspace: Path) -> list[dict[str, object]]:
+    runs = sorted((workspace / "runs").iterdir(), key=lambda d: d.stat().st_mtime_ns)
+    return [json.loads((run / "run_manifest.json").read_text()) for run in runs]
+
+
+def test_mock_suite_digests_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "A,C", "--trials", "2"]
+    result = CliRunner().invoke(app, [*args, "--workers", "1", "--run-workspace", "ws", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (manifest,) = _manifests(tmp_path / "ws")
+    assert manifest["status"] == "completed"
+    assert (manifest["input_digest"], manifest["result_digest"]) == (SUITE_INPUT, SUITE_RESULT)
+
+
+def test_folder_stage_digests_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    programs = ["result_22", "V1_L_1", "result_23", "result_24"]
+    for t, team in enumerate(["alpha", "beta"]):
+        for c, letter in enumerate("AB"):
+            folder = tmp_path / "comp" / team / "raw" / letter
+            folder.mkdir(parents=True)
+            for trial in (1, 2):
+                program = (REF / f"{programs[(t + c + trial) % 4]}.program.txt").read_text()
+                (folder / f"{letter}_{trial}.txt").write_text(f"Here.\n```python\n{program}```\n")
+    for stage in STAGES:
+        args = ["pcg", "stage", stage, "-s", "comp", "--workers", "1", "--run-workspace", "ws"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    manifests = _manifests(tmp_path / "ws")
+    assert {m["config"]["stage"]: m["result_digest"] for m in manifests} == STAGES  # type: ignore[index]

@@ -1,0 +1,513 @@
+"""Running the Science Birds items: generation, level stages, classification, records.
+
+The unit of work is an *item* = (model, program, letter, trial). Items are processed in fixed-size
+chunks: generate the replies (each trial's chat turns go through the recording gateway, which asks
+the provider through the forge, so every exchange lands in the item record and provider events and
+exchanges reach the run's event log), run the CPU-bound level stages in a process pool, classify
+the images in one batch, then record one JSON item per unit in the run workspace. A killed run
+therefore loses at most the chunks in flight, and ``worldforge runs resume`` skips every recorded
+item whose input digest still matches.
+
+Everything that enters a record is JSON-native and free of timings, and the scores are always
+recomputed *from the records* (never from in-memory floats), so a resumed run and an uninterrupted
+run produce byte-identical results.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worldforge.core.digests import digest_bytes, digest_payload, digest_text
+from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.execution.local import start_pool
+from worldforge.gateway.upstream import policy_temperature
+from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.programs.prompt import PromptProgram
+from worldforge.providers.ollama import (
+    TRIAL_TIME_LIMIT_S,
+    TRIAL_TOKEN_LIMIT,
+    ChatTrial,
+    TrialTranscript,
+    trial_seed,
+)
+from worldforge.suites.science_birds.config import (
+    Classifier,
+    ItemKey,
+    SuiteConfig,
+    enumerate_items,
+)
+from worldforge.suites.science_birds.stages import (
+    LevelJob,
+    StageCache,
+    reply_preview,
+    run_level_stages,
+    screen_reply,
+    stage_versions,
+    thumbnail_data_uri,
+)
+
+
+@dataclass
+class RunState:
+    """Counters for the progress bar and the timing breakdown (never digested)."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    reused: int = 0
+    processed: int = 0
+    cache_hits: dict[str, int] = field(default_factory=dict)
+    cache_misses: dict[str, int] = field(default_factory=dict)
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+
+
+@dataclass
+class _ChunkWork:
+    """A chunk in flight: its keys, generated replies and the pending level-stage outcomes."""
+
+    chunk: list[tuple[ItemKey, int, str]]
+    generated: list[dict[str, Any]]
+    futures: list[Future[dict[str, Any]]]
+    outcomes: list[dict[str, Any]]
+
+
+_WORKER_CACHES: dict[str, StageCache] = {}
+
+
+def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
+    key = cache_root or ""
+    cache = _WORKER_CACHES.get(key)
+    if cache is None:
+        cache = _WORKER_CACHES[key] = StageCache(Path(cache_root) if cache_root else None)
+    return run_level_stages(job, cache)
+
+
+def _mock_program(letter: str, seed: int, variant: str) -> tuple[str, int, str, list[str]]:
+    from worldforge.providers.mock_letters import letter_program_lines
+
+    return letter, seed, variant, letter_program_lines(letter, seed, variant)
+
+
+def item_input_digest(
+    key: ItemKey, program: PromptProgram, seed: int, model_identity: Any, context: Any
+) -> str:
+    """What must match for a recorded item to be reused on resume."""
+    return digest_payload(
+        {
+            "item": key.to_dict(),
+            "program": program.digest,
+            "trial_seed": seed,
+            "model": model_identity,
+            "context": context,
+        }
+    )
+
+
+class ItemRunner:
+    """Processes items chunk by chunk and records them; returns every record (reused or new)."""
+
+    def __init__(
+        self,
+        config: SuiteConfig,
+        forge: Any,
+        models: Sequence[str],
+        *,
+        run: Any = None,
+        classifier: Classifier,
+        model_identities: Mapping[str, Any],
+        cache: StageCache,
+        state: RunState,
+        gateway: Any = None,
+    ) -> None:
+        self.config = config
+        #: The recording gateway every trial talks through (``None``: call the providers directly).
+        self.gateway = gateway
+        self.forge = forge
+        self.models = list(models)
+        self.run = run
+        self.classifier = classifier
+        self.model_identities = dict(model_identities)
+        self.cache = cache
+        self.state = state
+        self.programs = {p.name: p for p in config.programs}
+        replaying = bool(getattr(gateway, "replaying", False))
+        self.mock_variants = {} if replaying else _mock_variants(forge, self.models)
+        #: Level images by artifact path when there is no run workspace to write them to.
+        self.images: dict[str, bytes] = {}
+        self.versions = stage_versions()
+
+    @property
+    def cohort_digest(self) -> str:
+        """The cohort an item is scored in (weights depend on every program and model of the run)."""
+        return digest_payload(
+            {
+                "programs": [p.digest for p in self.config.programs],
+                "models": self.models,
+                "letters": "".join(self.config.letters),
+                "trials": self.config.trials,
+            }
+        )
+
+    def _generate_stage_meta(self, key: ItemKey, gen: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``runs diff`` needs to explain a changed reply: prompt/options input and the model."""
+        identity = self.model_identities.get(key.model)
+        model_digest = identity.get("model_digest") if isinstance(identity, Mapping) else None
+        return {
+            "version": "chat-trial/v1",
+            "input_digest": gen.get("generate_input"),
+            "model_digest": model_digest or digest_payload(identity),
+        }
+
+    def context(self) -> dict[str, Any]:
+        return {"classifier": self.classifier.identity(), "stages": self.versions}
+
+    def run_all(
+        self, progress: Callable[..., None] | None = None, *, executor: Executor | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Every item's record, in item order. ``executor``: a pool from :func:`start_pool`
+        (started by the caller before the classifier loads); otherwise one is started here."""
+        keys = enumerate_items(self.models, self.config)
+        own: Executor | None = None
+        try:
+            if executor is None and self.config.workers > 1:
+                executor = own = start_pool(self.config.workers)
+            # The gateway's server thread starts after the pool has forked and stops with the items.
+            with self.gateway if self.gateway is not None else contextlib.nullcontext():
+                return self._run_keys(keys, executor, progress)
+        finally:
+            if own is not None:
+                own.shutdown(cancel_futures=True)
+
+    def _run_keys(
+        self, keys: list[ItemKey], executor: Executor | None, progress: Callable[..., None] | None
+    ) -> dict[str, dict[str, Any]]:
+        context = self.context()
+        done: Mapping[str, Any] = {}
+        if self.run is not None:
+            completed = getattr(self.run, "completed_items", None)
+            done = completed() if callable(completed) else {}
+        records: dict[str, dict[str, Any]] = {}
+        pending: list[tuple[ItemKey, int, str]] = []
+        for key in keys:
+            program = self.programs[key.program]
+            seed = trial_seed(self.config.master_seed, key.program, key.letter, key.trial)
+            digest = item_input_digest(key, program, seed, self.model_identities.get(key.model), context)
+            prior_record = _unwrap_record(done.get(key.item_id))
+            if prior_record is not None and prior_record.get("input_digest") == digest:
+                records[key.item_id] = prior_record
+                self.state.reused += 1
+                if progress:
+                    progress(1, True)
+                continue
+            pending.append((key, seed, digest))
+        # Pipelined: while the pool simulates chunk i, this process generates chunk i+1.
+        step = self.config.chunk_size
+        previous: _ChunkWork | None = None
+        chunks = [pending[start : start + step] for start in range(0, len(pending), step)]
+        prefetch: dict[int, list[Future[Any]]] = {}
+        for index in range(min(2, len(chunks))):
+            prefetch[index] = self._prefetch(chunks[index], executor)
+        for index, chunk in enumerate([*chunks, None]):
+            current = None
+            if chunk is not None:
+                self._await_prefetch(prefetch.pop(index, []))
+                current = self._submit_chunk(chunk, executor)
+                if index + 2 < len(chunks):
+                    prefetch[index + 2] = self._prefetch(chunks[index + 2], executor)
+            if previous is not None:
+                for record in self._finish_chunk(previous):
+                    records[record["item_id"]] = record
+                    if progress:
+                        progress(1)
+            previous = current
+        return {k.item_id: records[k.item_id] for k in keys}
+
+    # -- one chunk --------------------------------------------------------------------------------
+    def _prefetch(
+        self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None
+    ) -> list[Future[Any]]:
+        """Compute the mock's letter programs for a chunk in the pool (a pure function of the letter,
+        seed and variant), so generation in this process is a cache hit. Other providers: nothing."""
+        if executor is None:
+            return []
+        futures: list[Future[Any]] = []
+        seen: set[tuple[str, int, str]] = set()
+        for key, seed, _ in chunk:
+            variant = self.mock_variants.get(key.model)
+            if variant is None or (key.letter, seed, variant) in seen:
+                continue
+            seen.add((key.letter, seed, variant))
+            futures.append(executor.submit(_mock_program, key.letter, seed, variant))
+        return futures
+
+    def _await_prefetch(self, futures: list[Future[Any]]) -> None:
+        if not futures:
+            return
+        from worldforge.providers.mock_letters import prime
+
+        t0 = time.perf_counter()
+        for future in futures:
+            letter, seed, variant, lines = future.result()
+            prime(letter, seed, variant, lines)
+        self.state.add("generate_prefetch_wait", time.perf_counter() - t0)
+
+    def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
+        """Generate the replies (this process) and start the level stages (the pool)."""
+        t0 = time.perf_counter()
+        generated = [self._generate(key, seed) for key, seed, _ in chunk]
+        self.state.add("generate", time.perf_counter() - t0)
+        jobs = [
+            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()))
+            for (key, _, _), gen in zip(chunk, generated, strict=True)
+            if gen.get("error") is None
+        ]
+        root = str(self.cache.root) if self.cache.root is not None else None
+        if executor is not None and len(jobs) > 1:
+            return _ChunkWork(
+                chunk, generated, [executor.submit(_worker_stages, job, root) for job in jobs], []
+            )
+        t0 = time.perf_counter()
+        outcomes = [run_level_stages(job, self.cache) for job in jobs]
+        self.state.add("level_stages", time.perf_counter() - t0)
+        return _ChunkWork(chunk, generated, [], outcomes)
+
+    def _finish_chunk(self, work: _ChunkWork) -> list[dict[str, Any]]:
+        """Collect the level stages, classify the images in one batch and record every item."""
+        t0 = time.perf_counter()
+        outcomes = work.outcomes or [future.result() for future in work.futures]
+        by_id = {o["item_id"]: o for o in outcomes}
+        self.state.add("level_stages_wait", time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        pngs: dict[str, bytes] = {
+            iid: base64.b64decode(o["png_b64"]) for iid, o in by_id.items() if o.get("png_b64")
+        }
+        vectors = self._classify(pngs)
+        self.state.add("classify", time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        records = []
+        for (key, seed, digest), gen in zip(work.chunk, work.generated, strict=True):
+            level = by_id.get(key.item_id)
+            record = self._record(key, seed, digest, gen, level, pngs.get(key.item_id), vectors)
+            png = pngs.get(key.item_id)
+            if self.run is not None:
+                if png is not None:
+                    self.run.write_artifact(record["image"]["path"], png, media_type="image/png")
+                self.run.record_item(key.item_id, digest, record)
+            elif png is not None:
+                self.images[record["image"]["path"]] = png  # returned as report artifacts
+            records.append(record)
+            self.state.processed += 1
+        self.state.add("record", time.perf_counter() - t0)
+        return records
+
+    def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
+        program = self.programs[key.program]
+        prompts = program.prompts_for(key.letter)
+        options = {"target_character": key.letter, "trial_seed": seed}
+        gen_input = digest_payload(
+            {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
+        )
+        gateway = self.gateway
+        # Through the gateway a cached value carries the exchanges; a replay answers from its run only.
+        version = "chat-trial/v1" if gateway is None else "chat-trial/v1+gateway/v1"
+        use_cache = not getattr(gateway, "replaying", False)
+        cache_key = StageCache.key("generate", version, gen_input)
+        cached = self.cache.get_json("generate", cache_key) if use_cache else None
+        base: dict[str, Any] = {
+            "prompt_digests": [digest_text(p) for p in prompts],
+            "generate_input": gen_input,
+        }
+        if cached is not None:
+            return {**base, **cached}
+        limits = self.config.options
+        trial = ChatTrial(
+            max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
+            max_seconds=float(limits.get("max_trial_seconds") or TRIAL_TIME_LIMIT_S),
+        )
+        transcript: TrialTranscript | None = None
+        failure = ""
+        route: Any = contextlib.nullcontext(None)
+        if gateway is not None:
+            route = gateway.trial(
+                key.item_id,
+                key.model,
+                options=options,
+                seed=seed,
+                temperature=policy_temperature(self.model_identities.get(key.model)),
+                max_tokens=trial.max_tokens,
+                max_seconds=trial.max_seconds,
+            )
+        with route as session:
+            try:
+                transcript = trial.run(
+                    session.generate
+                    if session is not None
+                    else lambda msgs, opts: self.forge.generate(key.model, msgs, opts),
+                    prompts,
+                    options,
+                )
+            except (ProviderError, WorldForgeError) as exc:
+                failure = f"generate: {exc}"
+        if session is not None:
+            base["exchanges"] = session.exchanges
+        if transcript is None:
+            return {**base, "reply": None, "error": failure, "tokens": None}
+        reply = transcript.final_reply
+        usage = {
+            "prompt_tokens": transcript.prompt_tokens,
+            "completion_tokens": transcript.completion_tokens,
+            "served_models": sorted(set(transcript.models)),
+        }
+        reason = screen_reply(reply)
+        if reason is not None:
+            preview = reply_preview(reply)
+            digest = digest_bytes(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else None
+            return {
+                **base,
+                "reply": None,
+                "reply_preview": preview,
+                "reply_digest": digest,
+                "error": reason,
+                "tokens": transcript.tokens,
+                "usage": usage,
+            }
+        value = {
+            "reply": reply,
+            "error": None,
+            "tokens": transcript.tokens,
+            "calls": transcript.calls,
+            "usage": usage,
+        }
+        if "exchanges" in base:
+            value["exchanges"] = base["exchanges"]
+        if use_cache:
+            self.cache.put_json("generate", cache_key, value)
+        return {**base, **value}
+
+    def _classify(self, pngs: Mapping[str, bytes]) -> dict[str, tuple[list[float], list[float]]]:
+        result: dict[str, tuple[list[float], list[float]]] = {}
+        missing: list[tuple[str, str]] = []
+        want_embedding = self.config.diversity_vector == "embedding"
+        ident = digest_payload({"classifier": self.classifier.identity(), "embedding": want_embedding})
+        for iid, png in pngs.items():
+            key = StageCache.key("classify", ident, digest_bytes(png))
+            cached = self.cache.get_json("classify", key)
+            if cached is not None:
+                result[iid] = (cached["softmax"], cached["embedding"])
+            else:
+                missing.append((iid, key))
+        if missing:
+            vectors = self.classifier.classify([pngs[iid] for iid, _ in missing], want_embedding)
+            for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
+                result[iid] = (softmax, embedding)
+                self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
+        return result
+
+    def _record(
+        self,
+        key: ItemKey,
+        seed: int,
+        digest: str,
+        gen: Mapping[str, Any],
+        level: Mapping[str, Any] | None,
+        png: bytes | None,
+        vectors: Mapping[str, tuple[list[float], list[float]]],
+    ) -> dict[str, Any]:
+        reply = gen.get("reply")
+        stages: dict[str, Any] = {}
+        record: dict[str, Any] = {
+            "item_id": key.item_id,
+            "input_digest": digest,
+            **key.to_dict(),
+            "trial_seed": seed,
+            "prompt_digests": list(gen["prompt_digests"]),
+            "tokens": gen.get("tokens"),
+            **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
+            **({"exchanges": gen["exchanges"]} if gen.get("exchanges") is not None else {}),
+            "reply": reply,
+            "status": "failed",
+            "failed_stage": None,
+            "error": None,
+            "stages": stages,
+            "cohort_digest": self.cohort_digest,
+            "sta": 0.0,
+            "sim": 0.0,
+        }
+        if reply is None:
+            record.update(failed_stage="generate", error=gen.get("error"))
+            if gen.get("reply_preview") is not None:
+                record["reply_preview"] = gen["reply_preview"]
+                record["reply_digest"] = gen.get("reply_digest")
+            stages["generate"] = {
+                "digest": digest_payload({"error": gen.get("error")}),
+                **self._generate_stage_meta(key, gen),
+            }
+            return record
+        stages["generate"] = {"digest": digest_text(reply), **self._generate_stage_meta(key, gen)}
+        assert level is not None
+        stages.update(level["stages"])
+        record["program_text"] = level.get("program")
+        record["extraction"] = level.get("extraction")
+        if level.get("xml") is not None:
+            record["xml"] = level["xml"]
+        if level.get("stability") is not None:
+            record["stability"] = level["stability"]
+        if level.get("failed_stage"):
+            record.update(failed_stage=level["failed_stage"], error=level.get("error"))
+            return record
+        assert png is not None
+        softmax, embedding = vectors[key.item_id]
+        record["image"] = {"path": f"images/{key.item_id}.png", "digest": digest_bytes(png)}
+        record["thumbnail"] = level.get("thumbnail") or thumbnail_data_uri(png)
+        record["softmax"] = softmax
+        if self.config.diversity_vector == "embedding":
+            record["embedding"] = embedding
+        identity = self.classifier.identity()
+        stages["classify"] = {
+            "digest": digest_payload({"softmax": softmax, "embedding": embedding}),
+            "version": f"classify/v1:{self.config.diversity_vector}",
+            "input_digest": digest_bytes(png),
+            "weights_digest": identity.get("weights_digest") or digest_payload(identity),
+        }
+        record["sta"] = float(level["stability"]["stability"])
+        record["sim"] = float(softmax[LETTERS.index(key.letter)])
+        record.update(status="ok", failed_stage=None, error=None)
+        return record
+
+
+def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:
+    """``{model: variant}`` for the models served by the built-in mock (its replies can be prefetched)."""
+    from worldforge.providers.mock import MockProvider
+
+    out: dict[str, str] = {}
+    for name in models:
+        provider = forge.provider(name)
+        if type(provider) is MockProvider:
+            out[name] = str(getattr(provider, "variant", "") or "")
+    return out
+
+
+def _unwrap_record(prior: Any) -> dict[str, Any] | None:
+    """``completed_items()`` values may be the record itself or a wrapper holding it."""
+    if not isinstance(prior, Mapping):
+        return None
+    if "item_id" in prior and "stages" in prior:
+        return dict(prior)
+    inner = prior.get("record")
+    return dict(inner) if isinstance(inner, Mapping) else None
+
+
+__all__ = [
+    "ItemRunner",
+    "RunState",
+    "item_input_digest",
+]

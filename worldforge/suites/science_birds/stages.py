@@ -1,0 +1,340 @@
+"""Per-item stages of the Science Birds suite and their content-addressed cache.
+
+One *item* is (model, program, letter, trial). Its stages run in the competition's order:
+``generate`` (chat turns) → ``extract`` (reply → ``drop_block`` program) → ``convert`` (program →
+level XML) → ``simulate`` (Box2D stability) → ``render`` (1024² black-on-white PNG) → ``classify``.
+
+Every stage output is keyed by the digest of its inputs plus the stage's *version*, so a cache hit
+is exact: re-scoring the same replies with another classifier reuses generation and physics, and
+changing the physics code (its version is the digest of its source) invalidates only the stages
+from ``simulate`` on. The version of a stage whose module carries no explicit version constant is
+the sha256 of the module's source file: a code change can never silently reuse stale results.
+
+LLM replies are data. They are screened (size, binary/control characters, unencodable text) before
+extraction, only parsed by the official regular expressions, and never executed, imported or
+evaluated; a hostile reply becomes a per-trial failure with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from worldforge.core.canonical import canonical_json
+from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
+from worldforge.core.errors import StageError, WorldForgeError
+from worldforge.core.io import atomic_write_bytes
+
+#: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
+#: the margin lets a 10,000-line program reach extraction and fail there with a precise reason).
+MAX_REPLY_CHARS = 256_000
+#: At most this many ``drop_block`` calls are converted: 20 × 16 cells hold at most 320 blocks, so a
+#: longer program cannot be valid and would only burn time (the official converter would fail with
+#: ``Height boundary is intruded.`` on the first block that does not fit).
+MAX_PROGRAM_CALLS = 320
+#: Characters of a rejected reply kept in the item record (the digest covers the whole reply).
+PREVIEW_CHARS = 2_000
+THUMBNAIL_PX = 96
+
+STAGES = ("generate", "extract", "convert", "simulate", "render", "classify")
+_ALLOWED_CONTROL = {"\t", "\n", "\r"}
+
+
+@cache
+def module_version(module_name: str) -> str:
+    """Stage version: the module's declared ``STAGE_VERSION``/``VERSION`` (an opaque id), else
+    ``module:<source digest>``, which changes with any edit of the file (even a comment)."""
+    import importlib
+
+    module: ModuleType = importlib.import_module(module_name)
+    for attr in ("STAGE_VERSION", "VERSION"):
+        value = getattr(module, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    source = getattr(module, "__file__", None)
+    return f"{module_name}:{digest_file(source)[7:23]}" if source else module_name
+
+
+def stage_versions() -> dict[str, str]:
+    """Versions of the code-defined stages (generation depends on the provider, not on code)."""
+    return {
+        "generate": "chat-trial/v1",
+        "extract": module_version("worldforge.pcg.levels.extract"),
+        "convert": module_version("worldforge.pcg.levels.convert"),
+        "simulate": module_version("worldforge.pcg.sim.physics"),
+        "render": module_version("worldforge.pcg.sim.render"),
+    }
+
+
+def screen_reply(text: Any) -> str | None:
+    """Why a reply cannot be processed (``None`` when it can). Never looks *inside* the code."""
+    if not isinstance(text, str):
+        return f"reply is {type(text).__name__}, not text"
+    if len(text) > MAX_REPLY_CHARS:
+        return f"reply is {len(text)} characters; the limit is {MAX_REPLY_CHARS}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"reply is not encodable as UTF-8 (character {exc.start})"
+    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in _ALLOWED_CONTROL) or ord(ch) == 0x7F)
+    if bad:
+        return f"reply contains {bad} binary/control character(s)"
+    return None
+
+
+def reply_preview(text: Any) -> str:
+    """A JSON-safe, bounded preview of a rejected reply (control characters escaped)."""
+    if not isinstance(text, str):
+        text = repr(text)
+    head = text[:PREVIEW_CHARS]
+    safe = head.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ord(ch) >= 32 or ch in _ALLOWED_CONTROL else f"\\x{ord(ch):02x}" for ch in safe)
+
+
+class StageCache:
+    """Content-addressed stage outputs: in memory, and on disk when a directory is given.
+
+    Keys are ``digest_payload({"stage", "version", "input"})``. JSON values and PNG blobs are
+    stored separately (``<stage>/<aa>/<hex>.json`` / ``.png``); writes are atomic so a killed run
+    leaves either a complete entry or none.
+    """
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        self._memory: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.hits: dict[str, int] = {}
+        self.misses: dict[str, int] = {}
+
+    @staticmethod
+    def key(stage: str, version: str, input_digest: str) -> str:
+        return digest_payload({"stage": stage, "version": version, "input": input_digest})
+
+    def _path(self, stage: str, key: str, suffix: str) -> Path | None:
+        if self.root is None:
+            return None
+        hexd = key.split(":", 1)[1]
+        return self.root / stage / hexd[:2] / f"{hexd}{suffix}"
+
+    def _count(self, table: dict[str, int], stage: str) -> None:
+        with self._lock:
+            table[stage] = table.get(stage, 0) + 1
+
+    def get_json(self, stage: str, key: str) -> Any | None:
+        mem = self._memory.get(key)
+        if mem is not None:
+            self._count(self.hits, stage)
+            return mem
+        path = self._path(stage, key, ".json")
+        if path is not None and path.is_file():
+            import json
+
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                value = None
+            if value is not None:
+                self._memory[key] = value
+                self._count(self.hits, stage)
+                return value
+        self._count(self.misses, stage)
+        return None
+
+    def put_json(self, stage: str, key: str, value: Any) -> None:
+        self._memory[key] = value
+        path = self._path(stage, key, ".json")
+        if path is not None:
+            atomic_write_bytes(path, canonical_json(value))
+
+    def get_blob(self, stage: str, key: str) -> bytes | None:
+        mem = self._memory.get(key)
+        if isinstance(mem, bytes):
+            self._count(self.hits, stage)
+            return mem
+        path = self._path(stage, key, ".png")
+        if path is not None and path.is_file():
+            data = path.read_bytes()
+            self._memory[key] = data
+            self._count(self.hits, stage)
+            return data
+        self._count(self.misses, stage)
+        return None
+
+    def put_blob(self, stage: str, key: str, data: bytes) -> None:
+        self._memory[key] = data
+        path = self._path(stage, key, ".png")
+        if path is not None:
+            atomic_write_bytes(path, data)
+
+
+@dataclass(frozen=True)
+class LevelJob:
+    """Input of the CPU-bound level stages for one item (picklable for the process pool)."""
+
+    item_id: str
+    reply: str
+    versions: tuple[tuple[str, str], ...]
+
+
+def _stage_error(stage: str, exc: BaseException) -> dict[str, Any]:
+    return {"failed_stage": stage, "error": str(exc) or type(exc).__name__}
+
+
+def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str, Any]:
+    """extract → convert → simulate → render for one reply; returns a JSON-native outcome.
+
+    Stage failures (no code, official converter errors, empty levels) are returned, not raised, so
+    one bad trial never stops a run. The PNG travels base64-encoded to stay JSON/pickle friendly.
+    """
+    from worldforge.pcg.levels.convert import convert
+    from worldforge.pcg.levels.extract import extract_code
+
+    versions = dict(job.versions)
+    out: dict[str, Any] = {"item_id": job.item_id, "stages": {}}
+    stages: dict[str, Any] = out["stages"]
+    reply_digest = digest_text(job.reply)
+
+    # extract ------------------------------------------------------------------------------
+    key = StageCache.key("extract", versions["extract"], reply_digest)
+    extraction = cache.get_json("extract", key) if cache else None
+    if extraction is None:
+        ext = extract_code(job.reply)
+        extraction = {
+            "program": ext.program,
+            "error": ext.error,
+            "calls": len(ext.calls),
+            "dropped": [d.to_dict() for d in ext.dropped][:50],
+            "dropped_count": len(ext.dropped),
+            "notes": list(ext.notes),
+        }
+        if cache:
+            cache.put_json("extract", key, extraction)
+    program = extraction["program"]
+    stages["extract"] = {
+        "digest": digest_payload(extraction),
+        "version": versions["extract"],
+        "input_digest": reply_digest,
+    }
+    out["extraction"] = {k: v for k, v in extraction.items() if k != "program"}
+    out["program"] = program
+    if program is None:
+        out.update(_stage_error("extract", StageError(extraction["error"] or "Code not found.")))
+        return out
+    if int(extraction["calls"]) > MAX_PROGRAM_CALLS:
+        out.update(
+            failed_stage="extract",
+            error=(
+                f"program has {extraction['calls']} drop_block calls; at most {MAX_PROGRAM_CALLS} blocks fit "
+                "on the 20x16 grid (not converted)"
+            ),
+        )
+        return out
+
+    # convert ------------------------------------------------------------------------------
+    program_digest = digest_text(program)
+    key = StageCache.key("convert", versions["convert"], program_digest)
+    converted = cache.get_json("convert", key) if cache else None
+    if converted is None:
+        try:
+            converted = {"xml": convert(program), "error": None}
+        except StageError as exc:
+            converted = {"xml": None, "error": str(exc)}
+        if cache:
+            cache.put_json("convert", key, converted)
+    xml = converted["xml"]
+    stages["convert"] = {
+        "digest": digest_payload(converted),
+        "version": versions["convert"],
+        "input_digest": program_digest,
+    }
+    if xml is None:
+        out.update(failed_stage="convert", error=converted["error"])
+        return out
+    out["xml"] = xml
+    xml_digest = digest_text(xml)
+
+    # simulate + render (the image shows the poses after the 10 s simulation) -------------------
+    sim_key = StageCache.key("simulate", versions["simulate"], xml_digest)
+    png_key = StageCache.key("render", f"{versions['simulate']}|{versions['render']}", xml_digest)
+    sim = cache.get_json("simulate", sim_key) if cache else None
+    png = cache.get_blob("render", png_key) if cache and sim is not None and not sim.get("error") else None
+    if sim is None or (png is None and not sim.get("error")):
+        sim, png = _simulate_and_render(xml)
+        if cache:
+            cache.put_json("simulate", sim_key, sim)
+            if png is not None:
+                cache.put_blob("render", png_key, png)
+    stages["simulate"] = {
+        "digest": digest_payload(sim),
+        "version": versions["simulate"],
+        "input_digest": xml_digest,
+    }
+    out["stability"] = {k: sim[k] for k in ("total_blocks", "moving_blocks", "destroyed_blocks", "stability")}
+    if sim.get("error") or png is None:
+        out.update(failed_stage="simulate", error=sim.get("error") or "no image")
+        return out
+    stages["render"] = {
+        "digest": digest_bytes(png),
+        "version": versions["render"],
+        "input_digest": xml_digest,
+    }
+    out["png_b64"] = base64.b64encode(png).decode("ascii")
+    out["thumbnail"] = thumbnail_data_uri(png)
+    return out
+
+
+def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None]:
+    from worldforge.pcg.sim.physics import simulate
+    from worldforge.pcg.sim.render import render_png
+
+    try:
+        result = simulate(xml)
+    except (StageError, WorldForgeError) as exc:
+        empty = {"total_blocks": 0, "moving_blocks": 0, "destroyed_blocks": 0, "stability": 0.0}
+        return {**empty, "error": str(exc)}, None
+    stats: dict[str, Any] = {
+        "total_blocks": result.total_blocks,
+        "moving_blocks": result.moving_blocks,
+        "destroyed_blocks": result.destroyed_blocks,
+        "stability": float(result.stability),
+        "error": None,
+    }
+    try:
+        png = render_png(result)
+    except (StageError, WorldForgeError) as exc:
+        return {**stats, "error": f"render: {exc}"}, None
+    return stats, png
+
+
+def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX) -> str:
+    """A small embedded PNG for the report gallery (nearest-neighbour keeps the two colours)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as img:
+        small = (
+            img.convert("L").resize((size, size), Image.Resampling.BOX).point(lambda v: 0 if v < 250 else 255)
+        )
+        buf = io.BytesIO()
+        small.convert("1").save(buf, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+__all__ = [
+    "MAX_PROGRAM_CALLS",
+    "MAX_REPLY_CHARS",
+    "STAGES",
+    "LevelJob",
+    "StageCache",
+    "module_version",
+    "reply_preview",
+    "run_level_stages",
+    "screen_reply",
+    "stage_versions",
+    "thumbnail_data_uri",
+]
