@@ -235,7 +235,9 @@ _SEP_VALUE = re.compile(
 )
 # The value half first (it starts with a comma, which the engine finds fast), then the name half
 # right before it.
-_VALUE_HALF = re.compile(r"(?i),\s*[\"']?(?:value|val|content|data|secret)[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})")
+_VALUE_HALF = re.compile(
+    r"(?i),\s*[\"']?(?:value|val|content|data|secret)[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})"
+)
 _NAME_HALF = re.compile(
     r"(?i)[\"']?(?:name|key|field|header|param|parameter|variable|var|env|setting)[\"']?\s*[:=]\s*[\"']"
     r"(?P<name>[A-Za-z0-9_.\-]+)[\"']\s*$"

@@ -135,7 +135,12 @@ def _table_findings(
                             value = line[start:end]
                             if " " not in value and generated(value):
                                 base = offsets[number]
-                                yield "generic-keyword/table-column", "generic-keyword", base + start, base + end
+                                yield (
+                                    "generic-keyword/table-column",
+                                    "generic-keyword",
+                                    base + start,
+                                    base + end,
+                                )
 
 
 def form_findings(

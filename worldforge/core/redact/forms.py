@@ -94,7 +94,9 @@ VALUE_FIELDS = ("value", "val", "secret", "data", "content")
 # Matched from the ``, "value":`` part (a literal comma start keeps a megabyte scan fast), then the
 # name part is read backwards from there.
 _VALUE_PART_RE = re.compile(
-    r",\s*[\"']?(?i:" + "|".join(VALUE_FIELDS) + r")[\"']?\s*[:=]\s*(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
+    r",\s*[\"']?(?i:"
+    + "|".join(VALUE_FIELDS)
+    + r")[\"']?\s*[:=]\s*(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
 )
 _NAME_PART_RE = re.compile(
     r"[\"']?(?i:" + "|".join(NAME_FIELDS) + r")[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*$"
@@ -111,15 +113,21 @@ class _NameValuePairs:
                 pre, val = text[name.start() : value.start("val")], value.group("val")
                 key = re.escape(name.group("key"))
                 whole = re.compile(
-                    "(?P<pre>" + re.escape(pre[: name.start("key") - name.start()]) + "(?P<key>" + key + ")"
-                    + re.escape(pre[name.end("key") - name.start() :]) + ")(?P<val>" + re.escape(val) + ")"
+                    "(?P<pre>"
+                    + re.escape(pre[: name.start("key") - name.start()])
+                    + "(?P<key>"
+                    + key
+                    + ")"
+                    + re.escape(pre[name.end("key") - name.start() :])
+                    + ")(?P<val>"
+                    + re.escape(val)
+                    + ")"
                 )
                 found = whole.match(text, name.start())
                 if found is not None:
                     return found
             pos = value.start() + 1
         return None
-
 
 
 def _name_value(match: re.Match[str]) -> str | None:
@@ -145,7 +153,9 @@ _PASSWORD_RE = re.compile(r"(?i)pass(?:wd|word|phrase)|pwd")
 
 # ``["OPENAI_API_KEY", "…"]``: a name and its value as a two-item JSON or Python list.
 _PAIR_LIST_RE = re.compile(
-    r"\[\s*(?P<q>[\"'])(?P<key>" + _KEY + r")(?P=q)\s*,\s*(?P<pre>)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')\s*\]"
+    r"\[\s*(?P<q>[\"'])(?P<key>"
+    + _KEY
+    + r")(?P=q)\s*,\s*(?P<pre>)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')\s*\]"
 )
 
 
@@ -420,9 +430,13 @@ FORM_RULES: tuple[Rule, ...] = (
     ),
     Rule("html-input", "<input name=password value=…>", ("<",), _HTML_INPUT_RE, _html_input),
     Rule("html-input", "<input value=… name=password>", ("<",), _HTML_INPUT_REV_RE, _html_input),
-    Rule("html-input", '<input type="password" value=…>', ("password",), _HTML_PASSWORD_INPUT_RE, _html_input),
+    Rule(
+        "html-input", '<input type="password" value=…>', ("password",), _HTML_PASSWORD_INPUT_RE, _html_input
+    ),
     Rule("markdown-key", "**password**: … in Markdown", ("*", "_", "`"), _MD_EMPHASIS_RE, _emphasis),
-    Rule("table-column", "cells under a secret-named CSV/Markdown header", ("\n",), ColumnCells(), column_cell),
+    Rule(
+        "table-column", "cells under a secret-named CSV/Markdown header", ("\n",), ColumnCells(), column_cell
+    ),
     Rule("table-row", "| token | … | Markdown rows", ("|",), _MD_ROW_RE, _table_cell, rescan_values=True),
     Rule("table-row", "api_key,… CSV rows", (",", ";", "\t"), _CSV_ROW_RE, _table_cell, rescan_values=True),
     Rule("cli-flag", "--password … command-line flags", ("-",), _CLI_FLAG_RE, _cli_flag),

@@ -199,6 +199,8 @@ def _code_call(value: str) -> bool:
             return False
     bare = _QUOTED_RE.sub("", args)
     return not any(has_digit_and_letter(run) for run in _BARE_RUN_RE.findall(bare))
+
+
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
 
 

@@ -157,7 +157,9 @@ def _column_cells(text: str, starts: list[int], lines: list[str], index: int, de
         if len(cells) < 2 or abs(len(cells) - len(header)) > 1:
             break  # not a row of this table (one cell more or less: a quoting format's first cell)
         for column, name in columns:
-            candidates = {column} if len(cells) == len(header) else {column, len(cells) - len(header) + column}
+            candidates = (
+                {column} if len(cells) == len(header) else {column, len(cells) - len(header) + column}
+            )
             for at in candidates:
                 if 0 <= at < len(cells):
                     start, end = cells[at]

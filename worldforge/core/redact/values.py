@@ -31,7 +31,9 @@ _VALUE_KEYS = frozenset(v for n in VALUE_FIELDS for v in (n, n.capitalize(), n.u
 
 
 def _names_setting(value: Any) -> bool:
-    return isinstance(value, str) and _SETTING_NAME_RE.fullmatch(value) is not None and is_sensitive_key(value)
+    return (
+        isinstance(value, str) and _SETTING_NAME_RE.fullmatch(value) is not None and is_sensitive_key(value)
+    )
 
 
 def _split_key(key: str, parent: str | None) -> bool:

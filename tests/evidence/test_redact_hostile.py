@@ -8,8 +8,6 @@ nesting levels, a pair in a list, a number), and documentation look-alikes that 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from worldforge.core.redact import REDACTED, sanitize_text, sanitize_value
@@ -23,9 +21,9 @@ SECRET = "dk-4Rt7Kx2Wq9"
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        ("record.json", '{"password": "%s", "password": ""}\n' % SECRET),
-        ("events.jsonl", '{"msg": "ok"}\n{"token": "%s", "token": null}\n' % SECRET),
-        ("record.json", '{"note": "fine", "note": "api_key = %s"}' % SECRET),
+        ("record.json", f'{{"password": "{SECRET}", "password": ""}}\n'),
+        ("events.jsonl", f'{{"msg": "ok"}}\n{{"token": "{SECRET}", "token": null}}\n'),
+        ("record.json", f'{{"note": "fine", "note": "api_key = {SECRET}"}}'),
     ],
 )
 def test_text_a_parser_discards_is_still_sanitized(name: str, text: str) -> None:
@@ -77,7 +75,7 @@ def test_structure_that_is_evidence_stays(value: object) -> None:
         "Use `make test` for the password reset flow.",
         "the secret key: see the docs",
         "docker login -u bob --password-stdin registry.example.test",
-        "<input type=\"password\" name=\"pw\" value=\"\">",
+        '<input type="password" name="pw" value="">',
         "https://app.example.test/a;jsessionid=[redacted]?x=1",
     ],
 )
