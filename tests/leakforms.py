@@ -187,6 +187,12 @@ FORMS: tuple[Form, ...] = (
     Form("jsessionid", "https://app.example.test/a;jsessionid=js-5Kq2Lx8Wz9?x=1", ("js-5Kq2Lx8Wz9",)),
     Form("pgpassword", "PGPASSWORD=pg-6Lp2Qz8Wk psql -h db", ("pg-6Lp2Qz8Wk",)),
     Form("redis-password", "redis://:rd-7Zq2Kx5Lw@localhost:6379/0", ("rd-7Zq2Kx5Lw",)),
+    Form(
+        "markdown-escaped-token",
+        r"| mock:ghp\_Mq2Lx8Kz5Hp1Rt7Ys3Vb9Nc4Md6Fg0Jk2Lq | object-swap |",
+        ("Mq2Lx8Kz5Hp1Rt7Ys3Vb9Nc4Md6Fg0Jk2Lq",),
+    ),
+    Form("path-segment-setting", "/srv/app/password=ps-8Kq2Lx5Wz/run.log", ("ps-8Kq2Lx5Wz",)),
 )
 
 

@@ -208,7 +208,7 @@ def _assignment(match: re.Match[str]) -> str | None:
     prefix = match.string[match.start() : match.start("val")]
     if not is_sensitive_key(match.group("key")):
         return None  # the engine rescans from the value (``msg=password=abc``)
-    if match.string[match.start() - 1 : match.start()] == "/":
+    if match.string[match.start() - 1 : match.start()] == "/" and "=" not in match.group("sep"):
         # The last segment of a path (``/etc/secret: permission denied``), not a setting: the text
         # after it is a message about that file, which redaction would make unreadable. A ``\``
         # is not taken as a separator here because it also escapes quotes (``{\"token\": …}``).

@@ -99,6 +99,8 @@ _PERCENT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\+")
 _ESCAPE_RE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}"
     r"|\\[\"'\\/bfnrt]"
+    # Markdown's backslash escapes (``ghp\_…``, ``a\|b``): the renderer's, not the author's
+    r"|\\[_*|\-#!()\[\]{}<>+`~.]"
 )
 # A CSV field that holds doubled quotes, between delimiters: quotes elsewhere (``"token": ""`` in
 # JSON) are not CSV escaping and must not be undone.
@@ -132,6 +134,8 @@ def _percent(chunk: str) -> str:
 
 
 def _escape(chunk: str) -> str:
+    if chunk[1] not in _SIMPLE_ESCAPES and chunk[1] not in "ux":
+        return chunk[1]  # a Markdown escape stands for the character itself
     if chunk[1] in "ux":
         if len(chunk) == 12:  # a surrogate pair
             decoded: str = json.loads(f'"{chunk}"')
