@@ -193,6 +193,15 @@ FORMS: tuple[Form, ...] = (
         ("Mq2Lx8Kz5Hp1Rt7Ys3Vb9Nc4Md6Fg0Jk2Lq",),
     ),
     Form("path-segment-setting", "/srv/app/password=ps-8Kq2Lx5Wz/run.log", ("ps-8Kq2Lx5Wz",)),
+    Form(
+        "k8s-env-pair",
+        "env:\n  - name: DB_PASSWORD\n    value: ke-5Tq8Wz1Xc\n  - name: MODE\n    value: fast\n",
+        ("ke-5Tq8Wz1Xc",),
+    ),
+    Form(
+        "yaml-secret-list", "secrets:\n  - ys-7Lp2Qz9Wk\n  - ys-2Wq8Lz5Kp\n", ("ys-7Lp2Qz9Wk", "ys-2Wq8Lz5Kp")
+    ),
+    Form("ruby-hash-rocket", "{ password => 'rb-4Kx8Lq2Wz' }", ("rb-4Kx8Lq2Wz",)),
 )
 
 

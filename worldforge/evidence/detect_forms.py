@@ -41,6 +41,13 @@ _CLIENT_P = re.compile(
 )
 #: What a redactor leaves or a template holds: ``[redacted]``, ``<user>``, ``$VAR``, ``${VAR}``.
 _KEPT = re.compile(r"\[redacted\]|<[a-z\-]+>|\$[{(A-Za-z_]|\*{3,}")
+# ``- name: DB_PASSWORD`` then ``value: …`` (Kubernetes, Compose), and ``secrets:`` then ``- …`` lines.
+_ENV_PAIR = re.compile(
+    r"-[ \t]+name:[ \t]*[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?[ \t]*\n"
+    r"[ \t]+value:[ \t]*[\"']?(?P<val>[^\"'\s]{4,})"
+)
+_LIST_AFTER = re.compile(r":[ \t]*\n(?P<items>(?:[ \t]*-[ \t]+[^\n]*\n?)+)")  # the name is read backwards
+_LIST_ITEM = re.compile(r"-[ \t]+[\"']?(?P<val>[^\"'\s:]{6,})[\"']?[ \t]*$", re.M)
 _NUMERIC = re.compile(r"[:=][ \t]*[\"']?(?P<val>\d{6,})(?![\d.])")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
@@ -170,6 +177,22 @@ def form_findings(
                 yield "generic-keyword/literal", "generic-keyword", m.start("val"), m.end("val")
             elif rule == "numeric" and re.search(r"(?i)pass|pwd|secret", name):
                 yield "generic-keyword/numeric", "generic-keyword", m.start("val"), m.end("val")
+    if "name:" in lowered and "value:" in lowered:
+        for m in _ENV_PAIR.finditer(text):
+            if secret_name(m.group("name")) and not _KEPT.match(m.group("val")):
+                yield "generic-keyword/env-pair", "generic-keyword", m.start("val"), m.end("val")
+    if ":\n" in text and "- " in text:
+        for m in _LIST_AFTER.finditer(text):
+            if secret_name(_name_before(text, m.start()).rstrip("sS")):
+                for item in _LIST_ITEM.finditer(m.group("items")):
+                    if generated(item.group("val")):
+                        at = m.start("items")
+                        yield (
+                            "generic-keyword/list",
+                            "generic-keyword",
+                            at + item.start("val"),
+                            at + item.end("val"),
+                        )
     if "password" not in lowered:
         return
     for m in _PASSWORD_INPUT.finditer(text):

@@ -304,6 +304,45 @@ _YAML_BLOCK_RE = re.compile(
 )
 
 
+# Kubernetes and Compose environment lists: ``- name: DB_PASSWORD`` with ``value: …`` on the next
+# line (the name/value pair rule reads the one-line JSON spelling).
+_YAML_ENV_PAIR_RE = re.compile(
+    r"(?m)^(?P<ind>[ \t]*)-[ \t]+name:[ \t]*[\"']?(?P<key>" + _KEY + r")[\"']?[ \t]*\n"
+    r"(?P<pre>(?P=ind)[ \t]+value:[ \t]*)(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s#][^\n#]*?)[ \t]*$"
+)
+# A secret-named key whose value is a YAML list on the following lines (``secrets:`` then ``- …``).
+_YAML_LIST_RE = re.compile(
+    r"(?m)(?:^|(?<=[\s\"'>{,(\[=]))[\"']?(?P<key>" + _KEY + r")[\"']?[ \t]*:[ \t]*\n"
+    r"(?P<body>(?:[ \t]*-[ \t]+[^\n]*(?:\n|$))+)"
+)
+
+
+def _yaml_env_pair(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    whole, start = match.group(0), match.start()
+    quote = value[0] if value[:1] in "\"'" else ""
+    return whole[: match.start("val") - start] + quote + REDACTED + quote + whole[match.end("val") - start :]
+
+
+def _yaml_list(match: re.Match[str]) -> str | None:
+    if not is_sensitive_key(match.group("key")):
+        return None
+    lines = match.group("body").split("\n")
+    out = []
+    for line in lines:
+        dash = line.find("- ")
+        item = line[dash + 2 :].strip() if dash >= 0 else ""
+        if dash >= 0 and item and not is_harmless_value(item) and ":" not in item:
+            line = line[: dash + 2] + REDACTED
+        out.append(line)
+    body = "\n".join(out)
+    if body == match.group("body"):
+        return None
+    return match.group(0)[: match.start("body") - match.start()] + body
+
+
 def _yaml_block(match: re.Match[str]) -> str | None:
     if not is_sensitive_key(match.group("key")):
         return None
@@ -401,6 +440,10 @@ FORM_RULES: tuple[Rule, ...] = (
     Rule(
         "yaml-block-scalar", "secret-named YAML block scalars (token: |)", (":",), _YAML_BLOCK_RE, _yaml_block
     ),
+    Rule(
+        "yaml-env-pair", "- name: SECRET_NAME / value: … lists", ("name:",), _YAML_ENV_PAIR_RE, _yaml_env_pair
+    ),
+    Rule("yaml-list", "secret-named keys holding a YAML list", ("- ",), _YAML_LIST_RE, _yaml_list),
     Rule(
         "secret-block",
         "secret-named keys whose value is an object or list",

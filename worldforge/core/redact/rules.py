@@ -189,7 +189,7 @@ _LINE_ASSIGN_RE = re.compile(
     re.MULTILINE,
 )
 _INLINE_ASSIGN_RE = re.compile(
-    r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*[:=]\s*)"
+    r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*(?:=>|[:=])\s*)"
     r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|\$\([^)\n]*\)|\$\{[^}\n]*\}|[^\s,;&\"'<>\[\]{}()=]{1,512})"
     r"|\$\{[^}\n]*\}|[bBrRuU]{0,2}(?:\"\"\"[\s\S]{0,4096}?\"\"\"|'''[\s\S]{0,4096}?''')"
     r"|\\\"\\\"\\\"[\s\S]{0,4096}?\\\"\\\"\\\""  # a triple-quoted string inside a JSON string
@@ -215,7 +215,7 @@ def _assignment(match: re.Match[str]) -> str | None:
         return None
     if is_harmless_value(value) or value.startswith(("//", "&gt;", "&#")) or value in ("|", ">", "|-", ">-"):
         return None
-    if "\n" in match.group("sep") and value.endswith(":"):
+    if "\n" in match.group("sep") and (value.endswith(":") or value == "-"):
         return None  # ``token:`` then ``  fn::secret: …`` on the next line: a nested key, not a value
     text, at = match.string, match.end("val")
     if text[at : at + 10].lower() == "[redacted]":
