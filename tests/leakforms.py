@@ -146,7 +146,64 @@ FORMS: tuple[Form, ...] = (
     Form("access-token-query", "https://api.example.test/cb?code=oc-2Kq8Lx5W&state=s", ("oc-2Kq8Lx5W",)),
     Form("pwd-assignment", "pwd=pw-9Qx2Lk7Z", ("pw-9Qx2Lk7Z",)),
     Form("session-json", '{"session": "sess-4Kx8Lq2W"}', ("sess-4Kx8Lq2W",)),
+    # --- found by a hostile review: a secret column named in a header row, keys in later cells,
+    # inline code, two-word names, .netrc, multi-line and prefixed string literals, values holding
+    # "=", CDATA, password inputs, wrapped table cells, base64 after "=", keys split across nesting
+    # levels, name/value pairs under other field names, pairs and flags in lists, client logins.
+    Form("csv-header-column", "user,password,role\nalice,hc-5Tq8Wz1Xc3,admin\n", ("hc-5Tq8Wz1Xc3",)),
+    Form("csv-key-later-cell", "prod,api_key,kc-7Lp2Qz9Wk4\n", ("kc-7Lp2Qz9Wk4",)),
+    Form(
+        "md-header-column",
+        "| user | password |\n| --- | --- |\n| alice | mh-3Rt7Kx2Wq8 |\n",
+        ("mh-3Rt7Kx2Wq8",),
+    ),
+    Form("md-key-later-cell", "| prod | api_key | mk-9Qw2Lx5Kd1 |\n", ("mk-9Qw2Lx5Kd1",)),
+    Form("md-inline-code", "password: `mc-4Kx8Lq2Wz6`", ("mc-4Kx8Lq2Wz6",)),
+    Form("two-word-key", "API key: tw-8Hd3Kq1Zt5", ("tw-8Hd3Kq1Zt5",)),
+    Form("netrc", "machine api.example.test login bob password nr-6Yw2Qp9Lx3", ("nr-6Yw2Qp9Lx3",)),
+    Form("toml-multiline", 'password = """\ntm-2Wq8Lz5Kp1\n"""', ("tm-2Wq8Lz5Kp1",)),
+    Form("python-triple", "token = '''pt-7Zq2Kx5Lw9'''", ("pt-7Zq2Kx5Lw9",)),
+    Form("bytes-literal", "{'token': b'bl-9Qx2Lk7Zw'}", ("bl-9Qx2Lk7Zw",)),
+    Form("value-with-equals", "dsn: user=x password=ve-3Lp8Kq=Tail2Zw9x host=y", ("Tail2Zw9x",)),
+    Form("xml-cdata", "<password><![CDATA[cd-9Lq3Zx7Kw]]></password>", ("cd-9Lq3Zx7Kw",)),
+    Form("input-type-password", '<input type="password" value="it-2Kq8Lx5Wz">', ("it-2Kq8Lx5Wz",)),
+    Form("td-code", "<tr><td>api_key</td><td><code>tc-6Kx2Qw9Lz</code></td></tr>", ("tc-6Kx2Qw9Lz",)),
+    Form("dd-code", "<dl><dt>password</dt><dd><code>dc-3Hq8Wz5Kx</code></dd></dl>", ("dc-3Hq8Wz5Kx",)),
+    Form("base64-after-equals", "ctx=" + _b64("ops:bq-8Kq2Lx5Wz"), (_b64("ops:bq-8Kq2Lx5Wz"),)),
+    Form("split-key", '{"api": {"key": "sk2-9Zq4Lk7Wx"}}', ("sk2-9Zq4Lk7Wx",)),
+    Form("split-key-yaml", "access:\n  key: sy-4Kq7Lx2Wz\n", ("sy-4Kq7Lx2Wz",)),
+    Form("field-value-pair", '{"field": "password", "value": "nf-5Tq8Wz1Xc"}', ("nf-5Tq8Wz1Xc",)),
+    Form("header-value-pair", '{"header": "Authorization", "value": "hv-2Lx9Qw7Zt4"}', ("hv-2Lx9Qw7Zt4",)),
+    Form("pair-list", '[["OPENAI_API_KEY", "pl-7Hs2Kd9Qp"]]', ("pl-7Hs2Kd9Qp",)),
+    Form("argv-list", '["mysqldump", "--password", "al-7Ks2Qx9Lw"]', ("al-7Ks2Qx9Lw",)),
+    Form("mysql-p", "mysql -u root -pmy-4Kx8Lq2W3 appdb", ("my-4Kx8Lq2W3",)),
+    Form("docker-login", "docker login -u bob -p dl-7Ks2Qx9Lw registry.example.test", ("dl-7Ks2Qx9Lw",)),
+    Form("number-password", '{"password": 8473625190}', ("8473625190",)),
+    Form(
+        "telegram-bot-url",
+        "https://api.telegram.org/bot123456789:AAHtg7Lk3Wx9Rt5bcdefgJKLMNPqrstuvwx/sendMessage",
+        ("AAHtg7Lk3Wx9Rt5bcdefgJKLMNPqrstuvwx",),
+    ),
+    Form("jsessionid", "https://app.example.test/a;jsessionid=js-5Kq2Lx8Wz9?x=1", ("js-5Kq2Lx8Wz9",)),
+    Form("pgpassword", "PGPASSWORD=pg-6Lp2Qz8Wk psql -h db", ("pg-6Lp2Qz8Wk",)),
+    Form("redis-password", "redis://:rd-7Zq2Kx5Lw@localhost:6379/0", ("rd-7Zq2Kx5Lw",)),
+    Form(
+        "markdown-escaped-token",
+        r"| mock:ghp\_Mq2Lx8Kz5Hp1Rt7Ys3Vb9Nc4Md6Fg0Jk2Lq | object-swap |",
+        ("Mq2Lx8Kz5Hp1Rt7Ys3Vb9Nc4Md6Fg0Jk2Lq",),
+    ),
+    Form("path-segment-setting", "/srv/app/password=ps-8Kq2Lx5Wz/run.log", ("ps-8Kq2Lx5Wz",)),
+    Form(
+        "k8s-env-pair",
+        "env:\n  - name: DB_PASSWORD\n    value: ke-5Tq8Wz1Xc\n  - name: MODE\n    value: fast\n",
+        ("ke-5Tq8Wz1Xc",),
+    ),
+    Form(
+        "yaml-secret-list", "secrets:\n  - ys-7Lp2Qz9Wk\n  - ys-2Wq8Lz5Kp\n", ("ys-7Lp2Qz9Wk", "ys-2Wq8Lz5Kp")
+    ),
+    Form("ruby-hash-rocket", "{ password => 'rb-4Kx8Lq2Wz' }", ("rb-4Kx8Lq2Wz",)),
 )
+
 
 #: Shapes that are evidence, never secrets: they must survive redaction unchanged.
 EVIDENCE_SHAPES: tuple[str, ...] = (

@@ -122,6 +122,7 @@ def test_views_map_decoded_spans_back_to_whole_escapes(view: object) -> None:
         "url": "a%20b%2Fc%3D",
         "escape": 'a \\"b\\" \\n c \\u00e9',
         "csv": 'x,"say ""hi"" now",y',
+        "yaml": "note: 'it''s ''quoted'' here'",
     }
     text = samples[view.name]  # type: ignore[attr-defined]
     decoded = view.decode(text)  # type: ignore[attr-defined]

@@ -48,7 +48,7 @@ def test_docs_figures_are_current(result: dict[str, Any]) -> None:
 def test_benign_look_alikes_do_not_regress(result: dict[str, Any]) -> None:
     """Ceilings at today's figures (docs/evidence.md gives the goal and what is left): a change that
     redacts or flags more text no gitleaks pattern matches must say so here."""
-    assert result["redactor_benign_redacted_rate"]["all"]["rate"] <= 0.17
+    assert result["redactor_benign_redacted_rate"]["all"]["rate"] <= 0.092
     assert result["gate_benign_flagged_rate"]["all"]["rate"] <= 0.12
-    assert result["redactor_recall_bare"]["all"]["rate"] >= 0.888
+    assert result["redactor_recall_bare"]["all"]["rate"] >= 0.892
     assert result["gate_recall_keyed"]["all"]["rate"] >= 0.967

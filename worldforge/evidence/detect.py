@@ -39,6 +39,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, quote_plus
 
+from worldforge.evidence.detect_forms import client_findings, form_findings
+
 DETECTOR_VERSION = "wf-detect/1"
 FAMILIES: tuple[str, ...] = (
     "provider-token",
@@ -212,6 +214,7 @@ _PROVIDERS: tuple[tuple[str, str, str], ...] = (
     ("shopify", "shp", _L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R),
     ("digitalocean", "do", _L + r"do[opr]_v1_[a-f0-9]{64}" + _R),
     ("databricks", "dapi", _L + r"dapi[a-f0-9]{32}(?:-\d)?" + _R),
+    ("telegram", ":AA", r"(?:(?<=bot)|(?<![A-Za-z0-9]))\d{5,16}:AA[A-Za-z0-9_\-]{33}" + _R),
     ("jwt", "eyJ", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
 )
 _PROVIDER_RES = tuple((rule, literal, re.compile(pattern)) for rule, literal, pattern in _PROVIDERS)
@@ -230,8 +233,14 @@ _SEP_VALUE = re.compile(
     r"(?i)(?P<sep>[\"'`*]*\s*(?::=|=>|[:=|,>]|\s)\s*(?:[\"'`*]|\\\")*\s*(?:(?:bearer|basic|token)\s+)?)"
     r"(?P<val>[^\s\"'`<>|,;\\\]\[{}()]{8,})"
 )
-_NAME_VALUE = re.compile(
-    r"(?i)[\"']?name[\"']?\s*[:=]\s*[\"'](?P<name>[A-Za-z0-9_.\-]+)[\"']\s*,\s*[\"']?value[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})"
+# The value half first (it starts with a comma, which the engine finds fast), then the name half
+# right before it.
+_VALUE_HALF = re.compile(
+    r"(?i),\s*[\"']?(?:value|val|content|data|secret)[\"']?\s*[:=]\s*[\"'](?P<val>[^\"'\s]{6,})"
+)
+_NAME_HALF = re.compile(
+    r"(?i)[\"']?(?:name|key|field|header|param|parameter|variable|var|env|setting)[\"']?\s*[:=]\s*[\"']"
+    r"(?P<name>[A-Za-z0-9_.\-]+)[\"']\s*$"
 )
 # <input name=… value=…>, and XML settings: <entry key="api_token" value="…"/>, <add key=… value=…/>
 _INPUT = re.compile(
@@ -240,7 +249,7 @@ _INPUT = re.compile(
 # Rendered key/value markup: <dt>name</dt><dd>value</dd>, <th>name</th><td>value</td>.
 _MARKUP_PAIR = re.compile(
     r"(?i)<(dt|th|td)\b[^>]*>\s*(?:<code>)?(?P<name>[A-Za-z0-9_.\-]{2,80})(?:</code>)?\s*</\1>\s*"
-    r"<(dd|td)\b[^>]*>\s*(?P<val>[^<\s]{6,})\s*</\3>"
+    r"<(dd|td)\b[^>]*>\s*(?:<(?:code|kbd|samp|tt|span|b|strong|em|pre)\b[^>]*>\s*)?(?P<val>[^<\s]{6,})\s*<"
 )
 _BLOCK_AFTER = re.compile(r"[\"']?\s*[:=]\s*(?=[{\[])")
 _QUOTED = re.compile(r"[\"']([^\"'\n]{8,})[\"']")
@@ -258,9 +267,9 @@ _PLACEHOLDER = re.compile(
 
 _PEM = re.compile(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,64})")
 
-_URL_CREDS = re.compile(r"://(?P<user>[^\s/?#@:\"'<>]{1,64}):(?P<pw>[^\s/?#@\"'<>]{1,128})@")
+_URL_CREDS = re.compile(r"://(?P<user>[^\s/?#@:\"'<>]{0,64}):(?P<pw>[^\s/?#@\"'<>]{1,128})@")
 _SIGNED = re.compile(
-    r"(?i)[?&;](?P<name>x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
+    r"(?i)[?&;](?P<name>jsessionid|phpsessid|sessionid|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
     r"|x-goog-credential|sig|signature|token|access_token|refresh_token|id_token|key|api_key|apikey|code"
     r"|client_secret|password)=(?P<val>[^&#\s\"'<>]{4,})"
 )
@@ -425,8 +434,9 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         for k in ("pass", "pwd", "secret", "token", "key", "cred", "auth", "session", "cookie", "bearer")
     ):
         yield from _keyword_findings(text)
-        for m in _NAME_VALUE.finditer(text):
-            if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
+        for m in _VALUE_HALF.finditer(text):
+            half = _NAME_HALF.search(text, max(0, m.start() - 200), m.start())
+            if half and _generic_name_ok(half.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/name-value", "generic-keyword", m.start("val"), m.end("val")
         for m in _MARKUP_PAIR.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
@@ -434,6 +444,8 @@ def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int
         for m in _INPUT.finditer(text):
             if _generic_name_ok(m.group("name")) and not _PLACEHOLDER.match(m.group("val")):
                 yield "generic-keyword/html-input", "generic-keyword", m.start("val"), m.end("val")
+        yield from form_findings(text, _generic_name_ok, looks_generated)
+    yield from client_findings(text)
     if "-u" in text or "--user" in text:
         for m in _CURL_USER.finditer(text):
             if not _PLACEHOLDER.match(m.group("val")):

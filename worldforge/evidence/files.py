@@ -76,9 +76,26 @@ def _json_style(raw: str, value: Any) -> Callable[[Any], str] | None:
     return None
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object names a key twice: the parser keeps one value, the bytes hold both."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _DuplicateKey("duplicate key")
+    return out
+
+
+def _parse_json(text: str) -> Any:
+    """The JSON value of ``text``; :class:`ValueError` when it is not JSON *or* holds text the parsed
+    value does not (a duplicate key's first value), so such files are sanitized as text."""
+    return json.loads(text, object_pairs_hook=_pairs)
+
+
 def _clean_json(text: str, source: str, memo: dict[str, str]) -> Cleaned | None:
     try:
-        value = json.loads(text)
+        value = _parse_json(text)
     except ValueError:
         return None
     clean = sanitize_value(value, memo=memo)
@@ -98,7 +115,7 @@ def _clean_jsonl(text: str, source: str, memo: dict[str, str]) -> Cleaned | None
             out.append(line)
             continue
         try:
-            value = json.loads(line)
+            value = _parse_json(line)
         except ValueError:
             return None
         clean = sanitize_value(value, memo=memo)

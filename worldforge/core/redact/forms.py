@@ -21,6 +21,8 @@ from worldforge.core.redact.keys import (
     is_harmless_value,
     is_sensitive_key,
 )
+from worldforge.core.redact.logins import LOGIN_RULES
+from worldforge.core.redact.tables import ColumnCells, column_cell
 
 _KEY = r"(?:[0-9]{1,4}[A-Za-z_]|[A-Za-z_])[A-Za-z0-9_.\-]{0,80}"
 
@@ -85,10 +87,47 @@ def _plausible_secret(value: str) -> bool:
     )
 
 
-_NAME_VALUE_RE = re.compile(
-    r"(?P<pre>[\"']?(?:name|key|Name|Key|NAME|KEY)[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*,\s*"
-    r"[\"']?(?:value|Value|VALUE|secret|data)[\"']?\s*[:=]\s*)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
+# The field that names the setting and the one that holds it, as configuration and API payloads
+# spell them (``{"name": …, "value": …}``, ``{"header": "Authorization", "value": …}``).
+NAME_FIELDS = ("name", "key", "field", "header", "param", "parameter", "variable", "var", "env", "setting")
+VALUE_FIELDS = ("value", "val", "secret", "data", "content")
+# Matched from the ``, "value":`` part (a literal comma start keeps a megabyte scan fast), then the
+# name part is read backwards from there.
+_VALUE_PART_RE = re.compile(
+    r",\s*[\"']?(?i:"
+    + "|".join(VALUE_FIELDS)
+    + r")[\"']?\s*[:=]\s*(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]]+)"
 )
+_NAME_PART_RE = re.compile(
+    r"[\"']?(?i:" + "|".join(NAME_FIELDS) + r")[\"']?\s*[:=]\s*[\"'](?P<key>" + _KEY + r")[\"']\s*$"
+)
+
+
+class _NameValuePairs:
+    """Matcher for ``{"name": NAME, "value": …}``: each match has groups ``pre``, ``key`` and ``val``."""
+
+    def search(self, text: str, pos: int = 0, /) -> re.Match[str] | None:
+        while (value := _VALUE_PART_RE.search(text, pos)) is not None:
+            name = _NAME_PART_RE.search(text, max(0, value.start() - 200), value.start())
+            if name is not None:
+                pre, val = text[name.start() : value.start("val")], value.group("val")
+                key = re.escape(name.group("key"))
+                whole = re.compile(
+                    "(?P<pre>"
+                    + re.escape(pre[: name.start("key") - name.start()])
+                    + "(?P<key>"
+                    + key
+                    + ")"
+                    + re.escape(pre[name.end("key") - name.start() :])
+                    + ")(?P<val>"
+                    + re.escape(val)
+                    + ")"
+                )
+                found = whole.match(text, name.start())
+                if found is not None:
+                    return found
+            pos = value.start() + 1
+        return None
 
 
 def _name_value(match: re.Match[str]) -> str | None:
@@ -100,17 +139,33 @@ def _name_value(match: re.Match[str]) -> str | None:
 
 
 _CSV_ROW_RE = re.compile(
-    r"(?m)^(?P<pre>[ \t]*\"?(?P<key>"
+    r"(?m)(?:^|(?<=[,;\t]))(?P<pre>[ \t]*\"?(?P<key>"
     + _KEY
-    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"\n]|\"\")*\"|[^,;\t\n ]+)(?=[,;\t\r\n]|$)"
+    + r")\"?[ \t]*[,;\t][ \t]*)(?P<val>\"(?:[^\"\n]|\"\")*\"|(?:[^,;\t\n \\]|\\(?![nrt\"]))+)(?=[,;\t\r\n]|$)"
 )
 _MD_ROW_RE = re.compile(
-    r"(?m)(?:^|(?<=[,\"'>=:]))(?P<pre>[ \t]*\|[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)"
+    r"(?m)(?P<pre>(?:[ \t]*\||(?<=\|)|(?<=\|[ \t]))[ \t]*`?(?P<key>" + _KEY + r")`?[ \t]*\|[ \t]*)"
     r"(?P<val>[^|\n]+?)(?=[ \t]*\|)"
 )
 
 
 _PASSWORD_RE = re.compile(r"(?i)pass(?:wd|word|phrase)|pwd")
+
+# ``["OPENAI_API_KEY", "…"]``: a name and its value as a two-item JSON or Python list.
+_PAIR_LIST_RE = re.compile(
+    r"\[\s*(?P<q>[\"'])(?P<key>"
+    + _KEY
+    + r")(?P=q)\s*,\s*(?P<pre>)(?P<val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')\s*\]"
+)
+
+
+def _pair_list(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    whole, start = match.group(0), match.start()
+    quote = value[0]
+    return whole[: match.start("val") - start] + quote + REDACTED + quote + whole[match.end("val") - start :]
 
 
 def _table_cell(match: re.Match[str]) -> str | None:
@@ -118,8 +173,12 @@ def _table_cell(match: re.Match[str]) -> str | None:
     key = match.group("key")
     if " " in value.strip('"') or not is_sensitive_key(key):
         return None
-    # A header row (``api_key,description``) names columns; a password is often a plain word.
-    if not _plausible_secret(value) and not (_PASSWORD_RE.search(key) and len(value.strip('"')) >= 4):
+    # A header row (``api_key,description``) names columns; a password is often a plain word, but
+    # after a first cell (``user,password,role``) a plain word is the next column's name.
+    text, start = match.string, match.start()
+    first = start == 0 or text[start - 1] == "\n"
+    lenient = first and _PASSWORD_RE.search(key) is not None and len(value.strip('"')) >= 4
+    if not _plausible_secret(value) and not lenient:
         return None
     return match.group("pre") + REDACTED
 
@@ -156,6 +215,13 @@ _XML_ELEMENT_RE = re.compile(
 )
 
 
+# ``<password><![CDATA[…]]></password>``: CDATA hides ``<`` and ``&`` from XML, not from a reader.
+_XML_CDATA_RE = re.compile(
+    r"<(?P<key>[A-Za-z0-9_][\w.\-]{0,80})(?:\s[^<>]*)?>\s*<!\[CDATA\[(?P<val>.{0,8192}?)\]\]>\s*</(?P=key)\s*>",
+    re.S,
+)
+
+
 def _xml_element(match: re.Match[str]) -> str | None:
     value = match.group("val")
     body = value.strip()
@@ -172,7 +238,8 @@ def _xml_element(match: re.Match[str]) -> str | None:
 # <td>api_key</td><td>…</td> (report tables and definition lists of metrics).
 _HTML_PAIR_RE = re.compile(
     r"<(?P<kt>dt|th|td)\b[^>]*>\s*(?:<code>)?(?P<key>" + _KEY + r")(?:</code>)?\s*</(?P=kt)>\s*"
-    r"<(?P<vt>dd|td)\b[^>]*>(?P<val>[^<]{1,4096})</(?P=vt)>",
+    r"<(?P<vt>dd|td)\b[^>]*>\s*(?:<(?P<wrap>code|kbd|samp|tt|span|b|strong|em|pre)\b[^>]*>)?"
+    r"(?P<val>[^<]{1,4096})(?:</(?P=wrap)>)?\s*</(?P=vt)>",
     re.I,
 )
 
@@ -186,16 +253,24 @@ def _html_pair(match: re.Match[str]) -> str | None:
     return whole[: match.start("val") - start] + REDACTED + whole[match.end("val") - start :]
 
 
+# ``<input type="password" value="…">``: the type names the secret when no name does.
+_HTML_PASSWORD_INPUT_RE = re.compile(
+    r"<input\b(?=[^>]*\btype\s*=\s*[\"']?password\b)[^>]*?\bvalue\s*=\s*(?P<q>[\"']?)"
+    r"(?P<key>)(?P<val>(?(q)[^\"'>]*|[^\"'>\s]*))(?P=q)",
+    re.I,
+)
+
+
 def _html_input(match: re.Match[str]) -> str | None:
-    value = match.group("val")
-    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+    value, key = match.group("val"), match.group("key")
+    if (key and not is_sensitive_key(key)) or is_harmless_value(value):
         return None
     whole, start = match.group(0), match.start()
     return whole[: match.start("val") - start] + REDACTED + whole[match.end("val") - start :]
 
 
 _CLI_FLAG_RE = re.compile(
-    r"(?<![\w\-])(?P<pre>--?(?P<key>[A-Za-z][A-Za-z0-9_\-]{1,60})(?:=|[ \t]+))"
+    r"(?<![\w\-])(?P<pre>--?(?P<key>[A-Za-z][A-Za-z0-9_\-]{1,60})(?:=|[ \t]+|[\"'][ \t]*,[ \t]*(?=[\"'])))"
     r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s\-\"'][^\s\"']*)"
 )
 
@@ -227,6 +302,45 @@ _YAML_BLOCK_RE = re.compile(
     + r")[\"']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\n)"
     r"(?P<body>(?:(?P=ind)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n)+)"
 )
+
+
+# Kubernetes and Compose environment lists: ``- name: DB_PASSWORD`` with ``value: …`` on the next
+# line (the name/value pair rule reads the one-line JSON spelling).
+_YAML_ENV_PAIR_RE = re.compile(
+    r"(?m)^(?P<ind>[ \t]*)-[ \t]+name:[ \t]*[\"']?(?P<key>" + _KEY + r")[\"']?[ \t]*\n"
+    r"(?P<pre>(?P=ind)[ \t]+value:[ \t]*)(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s#][^\n#]*?)[ \t]*$"
+)
+# A secret-named key whose value is a YAML list on the following lines (``secrets:`` then ``- …``).
+_YAML_LIST_RE = re.compile(
+    r"(?m)(?:^|(?<=[\s\"'>{,(\[=]))[\"']?(?P<key>" + _KEY + r")[\"']?[ \t]*:[ \t]*\n"
+    r"(?P<body>(?:[ \t]*-[ \t]+[^\n]*(?:\n|$))+)"
+)
+
+
+def _yaml_env_pair(match: re.Match[str]) -> str | None:
+    value = match.group("val")
+    if not is_sensitive_key(match.group("key")) or is_harmless_value(value):
+        return None
+    whole, start = match.group(0), match.start()
+    quote = value[0] if value[:1] in "\"'" else ""
+    return whole[: match.start("val") - start] + quote + REDACTED + quote + whole[match.end("val") - start :]
+
+
+def _yaml_list(match: re.Match[str]) -> str | None:
+    if not is_sensitive_key(match.group("key")):
+        return None
+    lines = match.group("body").split("\n")
+    out = []
+    for line in lines:
+        dash = line.find("- ")
+        item = line[dash + 2 :].strip() if dash >= 0 else ""
+        if dash >= 0 and item and not is_harmless_value(item) and ":" not in item:
+            line = line[: dash + 2] + REDACTED
+        out.append(line)
+    body = "\n".join(out)
+    if body == match.group("body"):
+        return None
+    return match.group(0)[: match.start("body") - match.start()] + body
 
 
 def _yaml_block(match: re.Match[str]) -> str | None:
@@ -314,7 +428,7 @@ def _block(match: re.Match[str]) -> str | None:
     if head is None:
         return None
     body = match.group(0)[head.end() :]
-    if body in ("{}", "[]") or _all_leaves_harmless(body):
+    if body in ("{}", "[]") or is_harmless_value(body) or _all_leaves_harmless(body):
         return None
     return head.group("pre") + REDACTED
 
@@ -326,6 +440,10 @@ FORM_RULES: tuple[Rule, ...] = (
     Rule(
         "yaml-block-scalar", "secret-named YAML block scalars (token: |)", (":",), _YAML_BLOCK_RE, _yaml_block
     ),
+    Rule(
+        "yaml-env-pair", "- name: SECRET_NAME / value: … lists", ("name:",), _YAML_ENV_PAIR_RE, _yaml_env_pair
+    ),
+    Rule("yaml-list", "secret-named keys holding a YAML list", ("- ",), _YAML_LIST_RE, _yaml_list),
     Rule(
         "secret-block",
         "secret-named keys whose value is an object or list",
@@ -344,21 +462,30 @@ FORM_RULES: tuple[Rule, ...] = (
     Rule(
         "name-value-pair",
         '{"name": SECRET_NAME, "value": …} pairs',
-        ("name", "key"),
-        _NAME_VALUE_RE,
+        NAME_FIELDS,
+        _NameValuePairs(),
         _name_value,
     ),
     Rule("xml-element", "<api_token>…</api_token> XML elements", ("</",), _XML_ELEMENT_RE, _xml_element),
+    Rule("xml-element", "<password><![CDATA[…]]></password>", ("cdata",), _XML_CDATA_RE, _xml_element),
     Rule(
         "html-pair", "<dt>password</dt><dd>…</dd> and table cells", ("</d", "</t"), _HTML_PAIR_RE, _html_pair
     ),
     Rule("html-input", "<input name=password value=…>", ("<",), _HTML_INPUT_RE, _html_input),
     Rule("html-input", "<input value=… name=password>", ("<",), _HTML_INPUT_REV_RE, _html_input),
+    Rule(
+        "html-input", '<input type="password" value=…>', ("password",), _HTML_PASSWORD_INPUT_RE, _html_input
+    ),
     Rule("markdown-key", "**password**: … in Markdown", ("*", "_", "`"), _MD_EMPHASIS_RE, _emphasis),
-    Rule("table-row", "| token | … | Markdown rows", ("|",), _MD_ROW_RE, _table_cell),
-    Rule("table-row", "api_key,… CSV rows", (",", ";", "\t"), _CSV_ROW_RE, _table_cell),
+    Rule(
+        "table-column", "cells under a secret-named CSV/Markdown header", ("\n",), ColumnCells(), column_cell
+    ),
+    Rule("table-row", "| token | … | Markdown rows", ("|",), _MD_ROW_RE, _table_cell, rescan_values=True),
+    Rule("table-row", "api_key,… CSV rows", (",", ";", "\t"), _CSV_ROW_RE, _table_cell, rescan_values=True),
     Rule("cli-flag", "--password … command-line flags", ("-",), _CLI_FLAG_RE, _cli_flag),
+    Rule("pair-list", '["API_KEY", "…"] two-item lists', ("[",), _PAIR_LIST_RE, _pair_list),
     Rule("curl-user", "curl -u user:password", ("-u", "--user", "-user"), _CURL_USER_RE, _curl_user),
+    *LOGIN_RULES,
     Rule("host-path-unc", r"\\server\share UNC paths", ("\\\\",), _UNC_RE, lambda _m: "<unc>"),
 )
 

@@ -25,7 +25,9 @@ _SENSITIVE_SEGMENTS = frozenset(
         "apikey",
         "token",
         "secret",
+        "secrets",
         "password",
+        "passwords",
         "passwd",
         "passphrase",
         "authorization",
@@ -91,8 +93,12 @@ _NON_SECRET_SUFFIXES = frozenset(
         "present",
         "set",
         "policy",
+        "stdin",
     }
 )
+# A segment that *ends* in one of these words names a secret too: ``PGPASSWORD``, ``githubtoken``,
+# ``dbsecret`` (environment variables are often written without separators).
+_SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
 # ``<word>_key`` names a secret (``encryption_key``, ``origin_ca_key``) unless the word says the key
 # is a lookup key: database, cache and mapping keys are not credentials. Public keys stay
 # sensitive: vendors' "public" keys (Mailgun pubkey-…, Flutterwave FLWPUBK…) still grant access.
@@ -143,6 +149,8 @@ def is_sensitive_key(key: str) -> bool:
     for index, segment in enumerate(segments):
         pair = segment + segments[index + 1] if index + 1 < len(segments) else ""
         width = 2 if pair in _SENSITIVE_SEGMENTS else 1 if segment in _SENSITIVE_SEGMENTS else 0
+        if not width and segment.endswith(_SECRET_ENDINGS):
+            width = 1
         if not width:
             continue
         rest = segments[index + width :]
@@ -158,10 +166,43 @@ _SCHEME_REDACTED_RE = re.compile(r"^(?:Bearer|Basic|Token)\s+\[redacted\]$", re.
 # Shell/template references and filler: ``$API_KEY``, ``$1``, ``{SumoAccessKey}``, ``xxxxxxxx``,
 # ``********``, ``<token>`` -- documentation and configuration templates, not credentials.
 _PLACEHOLDER_RE = re.compile(
-    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`[^`]*`?|\[[A-Z][A-Z0-9_ ]*\]"
+    r"^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\d|`[^`]*$|`(?:[^`]*[\s$(|/][^`]*)?`|\[[A-Z][A-Z0-9_ ]*\]"
     r"|\{\{?\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}?\}|(?P<c>[xX*#.])(?P=c){3,})$"
 )
 _SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token)\s+")
+# ``{base64(email:password)}``: a template expression, not a value.
+_TEMPLATE_CALL_RE = re.compile(r"^\{\{?\s*[A-Za-z_][\w.]*\s*\(")
+# ``new AWS.SharedIniFileCredentials({ profile: '<P>' })``, ``os.getenv("DB_PASSWORD")``: code that
+# fetches a secret at run time. Only a call on a dotted name (or ``new``/no arguments) counts, and
+# only when its quoted arguments are names or placeholders: a literal default is still redacted.
+_CODE_CALL_RE = re.compile(
+    r"^(?P<new>new\s+|await\s+)?(?P<callee>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\((?P<args>.*)\)\s*[,;]?$", re.S
+)
+_QUOTED_RE = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]*")
+_BARE_RUN_RE = re.compile(r"[A-Za-z0-9_+/=\-]{8,}")
+
+
+def is_code_call(value: str) -> bool:
+    """``new AWS.SharedIniFileCredentials({…})``, ``os.getenv("NAME")``: code that fetches a secret."""
+    return _code_call(value.strip().rstrip(",;"))
+
+
+def _code_call(value: str) -> bool:
+    match = _CODE_CALL_RE.match(value)
+    if match is None:
+        return False
+    args = match.group("args")
+    if not (match.group("new") or "." in match.group("callee") or not args.strip()):
+        return False
+    for quoted in _QUOTED_RE.finditer(args):
+        literal = quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+        if not (_ENV_NAME_RE.fullmatch(literal) or is_harmless_value(literal)):
+            return False
+    bare = _QUOTED_RE.sub("", args)
+    return not any(has_digit_and_letter(run) for run in _BARE_RUN_RE.findall(bare))
+
+
 _PLACEHOLDERS = frozenset({"", "null", "none", "true", "false", "~", "***", "<redacted>", "redacted"})
 
 
@@ -170,8 +211,9 @@ _FILLER_RE = re.compile(r"(?P<c>[xX*#.])(?P=c){7,}")  # letters of filler only: 
 
 def is_placeholder_token(token: str) -> bool:
     """A vendor-shaped token that documentation uses as a placeholder: a long run of one filler
-    character (``ghp_xxxxxxxx…``, ``glc_11111111…``). Vendors' published example keys
-    (``…EXAMPLE``) are still redacted: they cannot be told from a real key by shape alone."""
+    character (``ghp_xxxxxxxx…``, ``glc_11111111…``). Hand-typed look-alikes (``…-abc123xyz-
+    klmnopqrstuvwx-…``, ``ABSK…EXAMPLEEXAMPLE…``) are still redacted: gitleaks' own true-positive
+    samples use the same shapes, and a missed key cannot be taken back."""
     return _FILLER_RE.search(token) is not None
 
 
@@ -181,11 +223,16 @@ def _prefixed_filler(value: str) -> bool:
     return len(tail) >= 8 and _FILLER_RE.fullmatch(tail) is not None
 
 
+_FILLER_AFTER_RE = re.compile(r"[-_]?(?P<c>[xX*#])(?P=c){3,}")  # xoxp-…-####################
+
+
 def unless_placeholder(replace: Replacer) -> Replacer:
     """Wrap a token rule's replacer so documentation placeholders (``ghp_xxxx…``) are kept."""
 
     def replacer(match: re.Match[str]) -> str | None:
-        return None if is_placeholder_token(match.group(0)) else replace(match)
+        if is_placeholder_token(match.group(0)) or _FILLER_AFTER_RE.match(match.string, match.end()):
+            return None
+        return replace(match)
 
     return replacer
 
@@ -202,14 +249,18 @@ def is_harmless_value(value: str) -> bool:
     low = stripped.lower()
     return (
         low in _PLACEHOLDERS
+        or low in ("!0", "!1")  # minified JavaScript booleans: ``o.haKey=!1``
         or low.startswith("[redacted")
+        or bool(_TEMPLATE_CALL_RE.match(stripped))
+        or _code_call(stripped)
         or bool(_SCHEME_REDACTED_RE.match(stripped))
         or stripped.startswith(("${", "$(", "env:", "<"))
         or bool(_PLACEHOLDER_RE.match(stripped))
         or low in ("bearer", "basic", "token")  # a scheme before a placeholder: Bearer <your token>
         or (
             len(stripped) >= 8
-            and _FILLER_RE.fullmatch(stripped.split("_")[-1].split("-")[-1].rstrip("=")) is not None
+            and _FILLER_RE.fullmatch(stripped.rstrip(",;").split("_")[-1].split("-")[-1].rstrip("="))
+            is not None
         )
         or bool(DIGEST_VALUE_RE.match(stripped))
         or bool(_NUMBER_RE.match(stripped))

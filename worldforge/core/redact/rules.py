@@ -21,6 +21,7 @@ from worldforge.core.redact.keys import (
     Replacer,
     Rule,
     has_digit_and_letter,
+    is_code_call,
     is_harmless_value,
     is_sensitive_key,
     redact_whole,
@@ -52,6 +53,27 @@ def _ambiguous_prefix_token(match: re.Match[str]) -> str | None:
     return REDACTED if len(body) >= 20 and not any(c.isalpha() for c in body) else None
 
 
+_WORDY_RE = re.compile(r"[A-Z]{8,}|[a-z]{8,}|(?:[A-Z][a-z]{2,}){3,}")
+
+
+def _wordy(part: str) -> bool:
+    """Letters in words: one case or capitalised words, with five or more different letters
+    (``AAAAAAAA…`` is filler a test may use for a key, not a word)."""
+    return _WORDY_RE.fullmatch(part) is not None and len(set(part.lower())) >= 5
+
+
+def _slack_token(match: re.Match[str]) -> str | None:
+    """A Slack token's last part is random; documentation ends placeholders in words
+    (``xoxp-1-RANDOMSTRINGHERE``, ``…-SlackAppConfigurationAccessTokenHere``). Letters-only words
+    are the one thing a random part almost never is (all one case, or three or more capitalised
+    words). Short tokens (``xoxb-12345-abcd234``) are still redacted: gitleaks' true positives
+    include legacy tokens that short (``xoxa-3fxny3tkdj9k``)."""
+    body = match.group("body")
+    if _wordy(body.rsplit("-", 1)[-1]):
+        return None
+    return _ambiguous_prefix_token(match)
+
+
 # Token boundaries. ``_``, ``-`` and ``.`` may touch a token: file names and ids are slugs (item
 # ``mock:sk-proj-…/object-swap`` is stored as ``mock_sk-proj-…--object-swap.<digest>.json``, object
 # ids join with ``-``), and boundaries that refused those characters let keys in names through.
@@ -65,10 +87,16 @@ _PEM_RE = re.compile(
 )
 
 
+_PEM_PLACEHOLDER_RE = re.compile(r"[A-Za-z .<>_\-…]{1,40}")  # key material is base64: digits, + and /
+
+
 def _pem(match: re.Match[str]) -> str | None:
     label = match.group("label")
-    if not match.group(0)[len(label) + 16 : -(len(label) + 14)].strip():
-        return None  # an empty block in documentation holds no key material
+    body = match.group(0)[len(label) + 16 :]
+    footer = f"-----END {label}-----"
+    body = (body[: -len(footer)] if body.endswith(footer) else body).strip()
+    if not body or _PEM_PLACEHOLDER_RE.fullmatch(body):
+        return None  # an empty block, or one word (``anything``, ``...``), holds no key material
     return f"-----BEGIN {label}-----{REDACTED}-----END {label}-----"
 
 
@@ -112,9 +140,14 @@ _SIGNED_PARAMS = frozenset(
         "auth",
         "password",
         "secret",
+        "jsessionid",
+        "phpsessid",
+        "sessionid",
+        "sid",
     }
 )
-_QUERY_RE = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<val>[^&#?\s\"'<>\\]+)")
+# ``;`` separates matrix parameters (``/app;jsessionid=…``) and connection-string fields.
+_QUERY_RE = re.compile(r"(?P<sep>[?&;])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<val>[^&#?;\s\"'<>\\]+)")
 
 
 def _query_param(match: re.Match[str]) -> str | None:
@@ -130,8 +163,13 @@ def _query_param(match: re.Match[str]) -> str | None:
 _AUTH_RE = re.compile(r"\b(?P<scheme>Bearer|Basic|Token)(?P<sp>\s+)(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)", re.I)
 
 
+_FILLER_CRED_RE = re.compile(r"(?:[A-Za-z]{1,6}[_\-])?(?P<c>[xX*#.])(?P=c){3,}")
+
+
 def _auth_header(match: re.Match[str]) -> str | None:
     scheme, cred = match.group("scheme"), match.group("cred")
+    if _FILLER_CRED_RE.fullmatch(cred):
+        return None  # token hf_xxxxx: a documented placeholder
     if scheme.lower() == "basic":
         try:
             decoded = base64.b64decode(cred + "=" * (-len(cred) % 4), validate=True)
@@ -151,10 +189,18 @@ _LINE_ASSIGN_RE = re.compile(
     re.MULTILINE,
 )
 _INLINE_ASSIGN_RE = re.compile(
-    r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*[:=]\s*)"
-    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|[^\s,;&\"'<>\[\]{}()=]{1,512})"
-    r"|\$\{[^}\n]*\}|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|\\\"(?:[^\"\\\n])*\\\"|[^\s,;&\"'<>\[\]{}()=\\]{1,512})"
+    r"(?P<q>[\"']?)(?P<key>" + _ASSIGN_KEY + r")(?:\\?(?P=q))(?P<sep>\s*(?:=>|[:=])\s*)"
+    r"(?P<val>(?i:bearer|basic|token)\s+(?:\[redacted\]|\$\([^)\n]*\)|\$\{[^}\n]*\}|[^\s,;&\"'<>\[\]{}()=]{1,512})"
+    r"|\$\{[^}\n]*\}|[bBrRuU]{0,2}(?:\"\"\"[\s\S]{0,4096}?\"\"\"|'''[\s\S]{0,4096}?''')"
+    r"|\\\"\\\"\\\"[\s\S]{0,4096}?\\\"\\\"\\\""  # a triple-quoted string inside a JSON string
+    r"|[bBrRuU]{0,2}(?:\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')|\\\"(?:[^\"\\\n])*\\\""
+    # An unquoted value runs to a space, a separator or a bracket; an ``=`` inside it is its own
+    # (``password=ab=cd``, base64 padding), so only its first character may not be one.
+    r"|[^\s,;&\"'<>\[\]{}()=\\][^\s,;&\"'<>\[\]{}()\\]{0,511})"
 )
+_WORD_RE = re.compile(r"[A-Za-z_][\w.]*")
+#: A quoted value's opening: string prefix (``b'…'``) and quote (``"""``, ``'''``, ``\"``, ``"``, ``'``).
+_LITERAL_RE = re.compile(r"^(?P<prefix>[bBrRuU]{0,2})(?P<quote>\"\"\"|'''|\\\"\\\"\\\"|\\\"|[\"'])")
 
 
 def _assignment(match: re.Match[str]) -> str | None:
@@ -162,17 +208,27 @@ def _assignment(match: re.Match[str]) -> str | None:
     prefix = match.string[match.start() : match.start("val")]
     if not is_sensitive_key(match.group("key")):
         return None  # the engine rescans from the value (``msg=password=abc``)
-    if match.string[match.start() - 1 : match.start()] == "/":
+    if match.string[match.start() - 1 : match.start()] == "/" and "=" not in match.group("sep"):
         # The last segment of a path (``/etc/secret: permission denied``), not a setting: the text
         # after it is a message about that file, which redaction would make unreadable. A ``\``
         # is not taken as a separator here because it also escapes quotes (``{\"token\": …}``).
         return None
     if is_harmless_value(value) or value.startswith(("//", "&gt;", "&#")) or value in ("|", ">", "|-", ">-"):
         return None
-    if value.startswith('\\"'):
-        new_value = f'\\"{REDACTED}\\"'
-    elif value[:1] in "\"'":
-        new_value = value[0] + REDACTED + value[0]
+    if "\n" in match.group("sep") and (value.endswith(":") or value == "-"):
+        return None  # ``token:`` then ``  fn::secret: …`` on the next line: a nested key, not a value
+    text, at = match.string, match.end("val")
+    if text[at : at + 10].lower() == "[redacted]":
+        return None  # ``ops_eyJz..[Redacted]``: a display already cut short by its author
+    if _WORD_RE.fullmatch(value):
+        line_end = text.find("\n", at)
+        rest = text[match.start("val") : len(text) if line_end < 0 else line_end].strip()
+        if rest != value and is_code_call(rest):
+            return None  # ``credentials: new AWS.SharedIniFileCredentials({…})``: code, not a value
+    literal = _LITERAL_RE.match(value)
+    if literal is not None:
+        quote = literal.group("quote")
+        new_value = literal.group("prefix") + quote + REDACTED + quote
     else:
         new_value = REDACTED
     return prefix + new_value
@@ -289,7 +345,7 @@ RULES: tuple[Rule, ...] = (
         "Slack tokens (xox?-)",
         ("xox", "xapp-"),
         _B + r"(?:xox[abpsr]|xapp)-(?P<scope>)(?P<body>[A-Za-z0-9\-]{10,})" + _E,
-        _ambiguous_prefix_token,
+        _slack_token,
     ),
     _provider_rule(
         "huggingface-token",

@@ -8,14 +8,40 @@ string may itself be JSON. Everything textual still goes through the one text sa
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from worldforge.core.redact.engine import sanitize_text
+from worldforge.core.redact.forms import NAME_FIELDS, VALUE_FIELDS
 from worldforge.core.redact.keys import REDACTED, is_harmless_value, is_sensitive_key
 
-_NAME_FIELDS = ("name", "key", "Name", "Key", "NAME", "KEY")
-_VALUE_FIELDS = ("value", "Value", "VALUE", "secret", "data")
+#: A setting's name as a pair or a name field holds it: an identifier, or two words (``API Key``).
+_SETTING_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*(?: [A-Za-z_][\w.\-]*)?")
+#: ``{"api": {"key": …}}``: a ``key`` under one of these names is the ``<name>_key`` secret.
+_KEY_PARENTS = frozenset({"api", "access", "secret", "private", "signing", "encryption", "master", "license"})
+#: Numbers under a secret name of at least this size are redacted (a PIN or numeric password);
+#: smaller ones are counts, ports and retries, as the text rules also keep them.
+_SECRET_NUMBER = 100_000
+
+
+#: The name fields as payloads spell them (``name``, ``Name``, ``NAME``): a set lookup per dict.
+_NAME_KEYS = frozenset(v for n in NAME_FIELDS for v in (n, n.capitalize(), n.upper()))
+_VALUE_KEYS = frozenset(v for n in VALUE_FIELDS for v in (n, n.capitalize(), n.upper()))
+
+
+def _names_setting(value: Any) -> bool:
+    return (
+        isinstance(value, str) and _SETTING_NAME_RE.fullmatch(value) is not None and is_sensitive_key(value)
+    )
+
+
+def _split_key(key: str, parent: str | None) -> bool:
+    """``key`` under ``api``/``access``/… (any case, last word of the parent): one name, two levels."""
+    if parent is None or key.lower() != "key":
+        return False
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", parent).lower())
+    return bool(words) and words[-1] in _KEY_PARENTS
 
 
 def _redact_leaves(value: Any) -> Any:
@@ -62,28 +88,29 @@ def _text(text: str, memo: dict[str, str]) -> str:
     return done
 
 
-def _walk(value: Any, key: str | None, memo: dict[str, str]) -> Any:
-    if key is not None and is_sensitive_key(key):
+def _walk(value: Any, key: str | None, memo: dict[str, str], parent: str | None = None) -> Any:
+    if key is not None and (is_sensitive_key(key) or _split_key(key, parent)):
         if isinstance(value, (dict, list, tuple)):
             return _redact_leaves(value)
         if isinstance(value, str) and not is_harmless_value(value):
             return REDACTED
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _SECRET_NUMBER:
+            return REDACTED
     if isinstance(value, dict):
-        secret_pair = any(
-            isinstance(value.get(n), str) and is_sensitive_key(str(value[n]))
-            for n in _NAME_FIELDS
-            if n in value
+        secret_pair = not _NAME_KEYS.isdisjoint(value) and any(
+            _names_setting(value[k]) for k in _NAME_KEYS.intersection(value)
         )
         out: dict[str, Any] = {}
         for k, v in value.items():
             name = _text(str(k), memo)
-            if secret_pair and k in _VALUE_FIELDS and not (isinstance(v, str) and is_harmless_value(v)):
+            held = secret_pair and k in _VALUE_KEYS
+            if secret_pair and held and not (isinstance(v, str) and is_harmless_value(v)):
                 out[name] = _redact_leaves(v)
             else:
-                out[name] = _walk(v, str(k), memo)
+                out[name] = _walk(v, str(k), memo, key)
         return out
     if isinstance(value, (list, tuple)):
-        return [_walk(item, None, memo) for item in value]
+        return _walk_list(list(value), memo)
     if isinstance(value, str):
         embedded = _embedded_json(value)
         if embedded is not None and isinstance(embedded, (dict, list)):
@@ -92,6 +119,23 @@ def _walk(value: Any, key: str | None, memo: dict[str, str]) -> Any:
                 return sanitize_text(json.dumps(cleaned, ensure_ascii=False))
         return _text(value, memo)
     return value
+
+
+def _walk_list(items: list[Any], memo: dict[str, str]) -> list[Any]:
+    """A list's items; a ``[NAME, value]`` pair or a value after a ``--password`` flag is a secret."""
+    if len(items) == 2 and _names_setting(items[0]) and isinstance(items[1], str):
+        if not is_harmless_value(items[1]):
+            return [_text(items[0], memo), REDACTED]
+    out: list[Any] = []
+    previous: Any = None
+    for item in items:
+        flagged = isinstance(previous, str) and _is_secret_flag(previous)
+        if flagged and isinstance(item, str) and not item.startswith("-") and not is_harmless_value(item):
+            out.append(REDACTED)
+        else:
+            out.append(_walk(item, None, memo))
+        previous = item
+    return out
 
 
 def _is_secret_flag(arg: str) -> bool:

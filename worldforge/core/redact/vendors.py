@@ -41,6 +41,14 @@ VENDOR_RULES: tuple[Rule, ...] = (
     ),
     _rule("heroku-key", "Heroku API keys", ("hrku-",), _B + r"HRKU-[A-Za-z0-9_\-]{20,}"),
     _rule(
+        "telegram-bot-token",
+        "Telegram bot tokens (bot id, colon, 35 characters; also inside api.telegram.org/bot… URLs)",
+        (":aa",),
+        # From the colon on (a literal start keeps the scan fast on digest-heavy text): the bot id
+        # before it is public, the 35 characters after it are the secret.
+        r"(?<=\d):AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])",
+    ),
+    _rule(
         "flyio-token",
         "Fly.io access tokens",
         ("fm1", "fm2_", "fo1_"),

@@ -99,10 +99,14 @@ _PERCENT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\+")
 _ESCAPE_RE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}"
     r"|\\[\"'\\/bfnrt]"
+    # Markdown's backslash escapes (``ghp\_…``, ``a\|b``): the renderer's, not the author's
+    r"|\\[_*|\-#!()\[\]{}<>+`~.]"
 )
 # A CSV field that holds doubled quotes, between delimiters: quotes elsewhere (``"token": ""`` in
 # JSON) are not CSV escaping and must not be undone.
 _CSV_FIELD_RE = re.compile(r'(?:(?<=^)|(?<=[,;\t]))"(?:[^"]|"")*""(?:[^"]|"")*"(?=[,;\t\r\n]|$)', re.M)
+# A YAML single-quoted scalar that holds a doubled quote (``'{''token'': ''…''}'``).
+_YAML_QUOTED_RE = re.compile(r"'(?:[^']|'')*''(?:[^']|'')*'")
 _SIMPLE_ESCAPES = {
     "b": "\b",
     "f": "\f",
@@ -130,6 +134,8 @@ def _percent(chunk: str) -> str:
 
 
 def _escape(chunk: str) -> str:
+    if chunk[1] not in _SIMPLE_ESCAPES and chunk[1] not in "ux":
+        return chunk[1]  # a Markdown escape stands for the character itself
     if chunk[1] in "ux":
         if len(chunk) == 12:  # a surrogate pair
             decoded: str = json.loads(f'"{chunk}"')
@@ -174,6 +180,17 @@ def _csv_view(text: str) -> Decoded | None:
     return _decode_escapes("csv", text, escapes())
 
 
+def _yaml_view(text: str) -> Decoded | None:
+    def escapes() -> Iterator[tuple[int, int, str | None]]:
+        for scalar in _YAML_QUOTED_RE.finditer(text):
+            start = scalar.start() + 1
+            while (found := text.find("''", start, scalar.end() - 1)) >= 0:
+                yield found, found + 2, "'"
+                start = found + 2
+
+    return _decode_escapes("yaml", text, escapes())
+
+
 def _html_encode(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -190,6 +207,10 @@ def _csv_encode(text: str) -> str:
     return text.replace('"', '""')
 
 
+def _yaml_encode(text: str) -> str:
+    return text.replace("'", "''")
+
+
 #: Every escaping context, in the order the redactor tries them (each round tries all of them, so
 #: nested encodings such as JSON inside HTML are peeled one layer a round).
 VIEWS: tuple[View, ...] = (
@@ -197,6 +218,7 @@ VIEWS: tuple[View, ...] = (
     View("url", ("%", "+"), _percent_view, _percent_encode),
     View("escape", ("\\",), _escape_view, _escape_encode),
     View("csv", ('""',), _csv_view, _csv_encode),
+    View("yaml", ("''",), _yaml_view, _yaml_encode),
 )
 
 
@@ -234,7 +256,8 @@ def decoded_views(text: str, *, depth: int = 2) -> Iterator[Decoded]:
 
 # ---------------------------------------------------------------------------------------- base64
 
-B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
+# A token may follow ``=`` (``auth=dXNlcjpwdw==``, ``BLOB=…``): an assignment, not base64 padding.
+B64_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _CREDENTIAL_PAIR_RE = re.compile(r"^[A-Za-z0-9_.@+\-]{1,64}:[^\s:]{4,256}$")
 
 
