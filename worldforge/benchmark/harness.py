@@ -28,9 +28,17 @@ from typing import Any
 
 from worldforge.benchmark.presets import Preset
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
+from worldforge.core.entities import Action, Position
 from worldforge.core.errors import ProviderError, StageError, WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.datasets import find_repo_root
+from worldforge.forge import WorldForge
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.levels.convert import convert
+from worldforge.pcg.levels.extract import extract_code
+from worldforge.pcg.sim.physics import simulate
+from worldforge.pcg.sim.render import render_png
+from worldforge.providers.mock_letters import letter_reply
 
 BENCHMARK_SCHEMA_VERSION = 1
 METRIC_SEMANTICS = (
@@ -118,8 +126,6 @@ def _describe(value: Any) -> Any:
 def _load_scene(inputs: dict[str, Any]) -> dict[str, Any]:
     import json
 
-    from worldforge.datasets import find_repo_root
-
     raw = inputs.get("scene")
     if not isinstance(raw, str):
         raise WorldForgeError("preset inputs.scene: expected a repository-relative path to a scene fixture.")
@@ -133,7 +139,6 @@ def _load_scene(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _provider_calls(forge: Any, provider: str, scene: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     """One zero-argument call per operation; world setup happens here, outside the timed region."""
-    from worldforge.core.entities import Action, Position
 
     bench = scene.get("benchmark") or {}
     predict = bench.get("predict") or {}
@@ -176,7 +181,6 @@ def run_providers(
     preset: Preset, *, iterations: int | None = None, event_sink: Any = None
 ) -> list[dict[str, Any]]:
     """Run the ``providers`` harness; returns one metrics dict per (provider, operation)."""
-    from worldforge.forge import WorldForge
 
     scene = _load_scene(preset.inputs)
     retries: dict[tuple[str, str], int] = {}
@@ -214,7 +218,6 @@ def _identity(value: Any) -> Any:
 
 def pcg_levels(inputs: dict[str, Any]) -> list[tuple[str, int, str]]:
     """``(letter, trial_seed, reply)`` for the preset's letters and trials (mock letter replies)."""
-    from worldforge.providers.mock_letters import letter_reply
 
     letters = str(inputs.get("letters", "".join(LETTERS)))
     trials = int(inputs.get("trials_per_letter", 1))
@@ -232,10 +235,6 @@ def run_pcg(
     completed: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the ``pcg-pipeline`` harness (in this process, so stage timings are comparable)."""
-    from worldforge.pcg.levels.convert import convert
-    from worldforge.pcg.levels.extract import extract_code
-    from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import render_png
 
     sim_trials = int(preset.inputs.get("simulation_trials", 1))
     ops = {name: _Op("pcg", name, 1) for name in ("extract", "convert", "simulate", "render", "level")}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.presets import PRESETS_DIR
 
 PRESET_SCHEMA_VERSION = 1
 PRESETS_ENV = "WORLDFORGE_PRESETS"
@@ -84,7 +85,6 @@ class Preset:
 
 def preset_dirs() -> list[Path]:
     """Existing preset directories in lookup order (first wins on a name clash), duplicates dropped."""
-    from worldforge.presets import PRESETS_DIR
 
     dirs: list[Path] = []
     if os.environ.get(PRESETS_ENV):

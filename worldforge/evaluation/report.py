@@ -14,6 +14,11 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.evaluation.gallery import build_cases, gallery_payload
 from worldforge.evaluation.provenance import ProvenanceEnvelope
 from worldforge.evaluation.types import EvaluationResult, ProviderSummary
+from worldforge.reports import render_report
+from worldforge.reports.csv_report import render_csv
+from worldforge.reports.html import render_html
+from worldforge.reports.json_report import render_gallery_json
+from worldforge.reports.markdown import render_gallery_markdown, render_markdown
 
 
 class EvaluationReport:
@@ -119,31 +124,24 @@ class EvaluationReport:
         return canonical_json_text(self.to_dict())
 
     def to_markdown(self) -> str:
-        from worldforge.reports.markdown import render_markdown
 
         return render_markdown(self.to_dict())
 
     def to_csv(self) -> str:
-        from worldforge.reports.csv_report import render_csv
 
         return render_csv(self.to_dict())
 
     def to_html(self) -> str:
-        from worldforge.reports.html import render_html
 
         return render_html(self.to_dict())
 
     def render(self, fmt: str) -> str:
         """Render in ``markdown|json|csv|html``."""
-        from worldforge.reports import render_report
 
         return render_report(self.to_dict(), fmt)
 
     def artifacts(self) -> dict[str, str]:
         """Every format keyed ``json, markdown, csv, html, failure_gallery.json, failure_gallery.md``."""
-        from worldforge.reports import render_report
-        from worldforge.reports.json_report import render_gallery_json
-        from worldforge.reports.markdown import render_gallery_markdown
 
         payload = self.to_dict()
         gallery = self.failure_gallery()

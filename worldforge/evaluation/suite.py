@@ -23,14 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from worldforge import __version__
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.core.timeutil import utc_now_iso
+from worldforge.core.world import World
 from worldforge.datasets import dataset_references
 from worldforge.evaluation.gallery import build_cases
 from worldforge.evaluation.provenance import ProvenanceEnvelope
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.types import EvaluationContext, EvaluationResult, EvaluationScenario
+from worldforge.forge import WorldForge
+from worldforge.providers.base import normalize_capabilities
 
 SUITE_CONTRACT_VERSION = "evaluation:1"
 SUITE_ENTRY_POINT_GROUP = "worldforge.suites"
@@ -271,7 +276,6 @@ class EvaluationSuite:
     # -- running ---------------------------------------------------------------------------------
     @property
     def required_capabilities(self) -> list[str]:
-        from worldforge.providers.base import normalize_capabilities
 
         caps: list[str] = []
         for scenario in self.scenarios:
@@ -291,7 +295,6 @@ class EvaluationSuite:
                 )
 
     def _base_world(self, forge: Any, provider: str, world: Any) -> Any:
-        from worldforge.core.world import World
 
         if world is not None:
             return World.from_dict(world.to_dict(), forge=forge)
@@ -333,8 +336,6 @@ class EvaluationSuite:
         notes: str | None = None,
     ) -> EvaluationReport:
         """Run every scenario for every provider and build the report (see module docstring)."""
-        from worldforge import __version__
-        from worldforge.core.timeutil import utc_now_iso
 
         names = [providers] if isinstance(providers, str) else list(providers)
         if not names:
@@ -342,8 +343,6 @@ class EvaluationSuite:
         if len(set(names)) != len(names):
             raise WorldForgeError("run_report(): a provider is listed twice.")
         if forge is None:
-            from worldforge.forge import WorldForge
-
             forge = WorldForge()
         self.check_providers(names, forge)
         runtime_manifests: dict[str, Any] = {}

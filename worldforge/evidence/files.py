@@ -30,8 +30,12 @@ from typing import Any
 
 import yaml
 
+from worldforge.benchmark.harness import render_csv, render_markdown
 from worldforge.core.canonical import pretty_json
 from worldforge.core.redact import Redaction, sanitize_value, sanitize_with_ledger
+from worldforge.reports import render_report
+from worldforge.reports.json_report import render_gallery_json
+from worldforge.reports.markdown import render_gallery_markdown
 
 STRUCTURED_RULE = "structured-value"
 
@@ -180,7 +184,6 @@ def clean_file(
 
 
 def _evaluation_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
-    from worldforge.reports import render_report
 
     return {
         "reports/report.json": lambda p: render_report(p, "json"),
@@ -191,8 +194,6 @@ def _evaluation_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
 
 
 def _gallery_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
-    from worldforge.reports.json_report import render_gallery_json
-    from worldforge.reports.markdown import render_gallery_markdown
 
     return {
         "reports/failure_gallery.json": render_gallery_json,
@@ -201,7 +202,6 @@ def _gallery_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
 
 
 def _benchmark_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
-    from worldforge.benchmark.harness import render_csv, render_markdown
 
     return {
         "reports/report.json": pretty_json,

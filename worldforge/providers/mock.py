@@ -31,6 +31,7 @@ from worldforge.providers.base import (
     PredictionResult,
     ScoreResult,
 )
+from worldforge.providers.mock_letters import letter_reply
 
 MOCK_MODEL = "mock-deterministic-v1"
 REACH_PER_STEP = 0.25
@@ -208,7 +209,6 @@ class MockProvider(BaseProvider):
                     raise WorldForgeError(f"options.target_character: expected a letter A-Z, got {letter!r}.")
                 if isinstance(seed, bool) or not isinstance(seed, int):
                     raise WorldForgeError("options.trial_seed: must be an integer with target_character.")
-                from worldforge.providers.mock_letters import letter_reply
 
                 text = letter_reply(letter, seed, self.variant)
             else:

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.pcg.levels.glyphs import letter_program
 
 #: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
 #: string) whenever this code's output can change; reference-output tests pin the behaviour. The
@@ -119,7 +120,6 @@ def prime(letter: str, trial_seed: int, variant: str, lines: Sequence[str]) -> N
 @lru_cache(maxsize=4096)
 def _cached_lines(letter: str, trial_seed: int, variant: str) -> tuple[str, ...]:
     """Memoised: a multi-turn program asks the mock the same question once per turn."""
-    from worldforge.pcg.levels.glyphs import letter_program
 
     return tuple(_program_lines(letter_program(letter, trial_seed, variant)))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.providers.mock import MockProvider
 
 ProviderFactory = Callable[..., Any]
 ENTRY_POINT_GROUP = "worldforge.providers"
@@ -58,7 +59,6 @@ def split_provider_name(full_name: str) -> tuple[str, str | None]:
 
 
 def _lazy_mock(arg: str | None = None) -> Any:
-    from worldforge.providers.mock import MockProvider
 
     return MockProvider(arg or "")
 

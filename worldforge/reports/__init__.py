@@ -10,6 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.reports.csv_report import render_csv
+from worldforge.reports.html import render_html
+from worldforge.reports.json_report import render_json
+from worldforge.reports.markdown import render_markdown
 
 REPORT_FORMATS: tuple[str, ...] = ("markdown", "json", "csv", "html")
 MEDIA_TYPES: dict[str, str] = {
@@ -23,20 +27,12 @@ EXTENSIONS: dict[str, str] = {"markdown": "md", "json": "json", "csv": "csv", "h
 
 def _renderer(fmt: str) -> Callable[[dict[str, Any]], str]:
     if fmt == "json":
-        from worldforge.reports.json_report import render_json
-
         return render_json
     if fmt == "markdown":
-        from worldforge.reports.markdown import render_markdown
-
         return render_markdown
     if fmt == "csv":
-        from worldforge.reports.csv_report import render_csv
-
         return render_csv
     if fmt == "html":
-        from worldforge.reports.html import render_html
-
         return render_html
     raise WorldForgeError(
         f"--format: unknown report format {fmt!r}; expected one of {', '.join(REPORT_FORMATS)}."

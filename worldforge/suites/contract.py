@@ -15,6 +15,7 @@ from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationContext, EvaluationScenario
+from worldforge.planning.goals import Goal
 
 BUILTIN_CLAIM_BOUNDARY = (
     "Built-in suites are deterministic adapter contract checks: their scores are synthetic workflow "
@@ -159,7 +160,6 @@ def _accuracy(error: float) -> float:
 
 
 def _relocation(context: EvaluationContext) -> Any:
-    from worldforge.planning.goals import Goal
 
     cube = context.world.find_object("cube")
     goal = Goal.object_at(cube.id, cube.position.offset(0.35, 0.0, 0.0))
@@ -178,7 +178,6 @@ def _relocation(context: EvaluationContext) -> Any:
 
 
 def _neighbor(context: EvaluationContext) -> Any:
-    from worldforge.planning.goals import Goal
 
     cube, mug = context.world.find_object("cube"), context.world.find_object("mug")
     goal = Goal.object_near(cube.id, mug.id, Position(0.15, 0.0, 0.0))
@@ -197,7 +196,6 @@ def _neighbor(context: EvaluationContext) -> Any:
 
 
 def _swap(context: EvaluationContext) -> Any:
-    from worldforge.planning.goals import Goal
 
     cube, mug = context.world.find_object("cube"), context.world.find_object("mug")
     goal = Goal.swap_objects(cube.id, mug.id)
@@ -215,7 +213,6 @@ def _swap(context: EvaluationContext) -> Any:
 
 
 def _spawn(context: EvaluationContext) -> Any:
-    from worldforge.planning.goals import Goal
 
     initial = context.world.object_count
     plan, final, _ = _solve(context, Goal.spawn_object("cube"))

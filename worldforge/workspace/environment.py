@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from worldforge import __version__
+
 
 def _git_dir(start: Path) -> Path | None:
     for candidate in (start, *start.parents):
@@ -68,7 +70,6 @@ def git_info(start: str) -> dict[str, Any] | None:
 
 def environment_summary() -> dict[str, Any]:
     """Runtime facts that explain a result difference (never part of the input/result digests)."""
-    from worldforge import __version__
 
     package_root = Path(__file__).resolve().parents[2]
     return {

@@ -24,6 +24,7 @@ from typing import Any
 
 from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes
+from worldforge.core.errors import WorldForgeError
 
 TERMINAL_EVENTS = ("run.finished", "run.failed")
 MAX_SYNC_LAG_S = 1.0  # an appended line is fsynced at the latest this long after the previous fsync
@@ -112,8 +113,6 @@ class EventLog:
         if path.exists():
             size = path.stat().st_size
             if existing.problems and existing.truncated_line is None:
-                from worldforge.core.errors import WorldForgeError
-
                 raise WorldForgeError(
                     f"{path.name}: {existing.problems[0]}; refusing to append to a damaged log."
                 )

@@ -47,6 +47,7 @@ from worldforge.pcg.scoring.scores import (
     ranking_for,
     score_competition,
 )
+from worldforge.pcg.similarity.classifier import load_classifier
 
 STAGES = ("similarity", "diversity", "score")
 
@@ -111,7 +112,6 @@ def stage_similarity(
     extra key the official readers ignore), so every later report can name it. ``classifier`` is
     a hub id or a local directory; ``None`` is the bundled checkpoint.
     """
-    from worldforge.pcg.similarity.classifier import load_classifier
 
     source = Path(source)
     bar = progress or NullProgress()

@@ -25,9 +25,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
+from worldforge.core.timeutil import utc_now_iso
 from worldforge.execution import auto_chunk, create_executor, ordered_map, parallelism
 from worldforge.execution.local import default_workers
+from worldforge.pcg.levels.convert import convert
+from worldforge.pcg.levels.extract import CODE_NOT_FOUND, official_extract
 from worldforge.pcg.sim.cache import PhysicsCache, PhysicsJob, PhysicsOutcome, level_key, run_physics_job
+from worldforge.pcg.sim.physics import simulate
+from worldforge.pcg.sim.render import IMAGE_SIZE, encode_png, render_color
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -124,7 +129,6 @@ class StageLog:
     """The official per-stage log file (opened lazily, one line per trial)."""
 
     def __init__(self, source: Path, stage: str) -> None:
-        from worldforge.core.timeutil import utc_now_iso
 
         stamp = utc_now_iso().replace(":", "_")
         self.path = source / "logs" / f"{stage}_log_{stamp}.txt"
@@ -185,7 +189,6 @@ def _text_stage(
 
 
 def _extract(text: str) -> str:
-    from worldforge.pcg.levels.extract import CODE_NOT_FOUND, official_extract
 
     program = official_extract(text)
     if program is None:
@@ -194,7 +197,6 @@ def _extract(text: str) -> str:
 
 
 def _convert(text: str) -> str:
-    from worldforge.pcg.levels.convert import convert
 
     return convert(text)
 
@@ -380,17 +382,12 @@ def _preload(images: bool, simulate: bool) -> None:
     if images:
         import numpy as np
 
-        from worldforge.pcg.sim.render import IMAGE_SIZE, encode_png
-
         encode_png(np.full((IMAGE_SIZE, IMAGE_SIZE, 4), 255, dtype=np.uint8))
 
 
 def _write_raw_image(target: Path, xml: str, trials: int) -> None:
     """The evaluator's ``_raw.png`` (normal textures) stand-in: a coloured render for people."""
     import io
-
-    from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import render_color
 
     image = render_color(simulate(xml, trials=trials), size=1024)
     buf = io.BytesIO()

@@ -26,6 +26,7 @@ from worldforge.pcg.programs.submission import (
     load_submission,
     looks_like_submission,
 )
+from worldforge.presets import PROGRAMS_DIR
 
 PLACEHOLDER = "<OBJECT>"
 #: One prompt file may hold at most this many bytes (the 2023 rule allowed 900 words, about 6 KB;
@@ -183,7 +184,6 @@ def load_program(path: str | Path, *, name: str | None = None, builtin: bool = F
 
 def builtin_programs_dir() -> Path:
     """Where the shipped baselines live: package data, so a wheel install finds them too."""
-    from worldforge.presets import PROGRAMS_DIR
 
     return PROGRAMS_DIR
 

@@ -19,6 +19,10 @@ from typing import Any, Literal
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.execution.local import default_workers
+from worldforge.pcg.levels.convert import convert
+from worldforge.pcg.levels.extract import extract_code
+from worldforge.pcg.sim.physics import simulate
+from worldforge.pcg.sim.render import render_png
 
 InputKind = Literal["reply", "program", "xml"]
 STAGES = ("extract", "convert", "simulate", "render")
@@ -66,7 +70,6 @@ def run_level(
     base: LevelOutcome | None = None,
 ) -> LevelOutcome:
     """Simulate (and render the post-simulation image of) one level XML."""
-    from worldforge.pcg.sim.physics import simulate
 
     text = xml.decode("utf-8") if isinstance(xml, bytes) else xml
     out = replace(base, xml=text) if base is not None else LevelOutcome(xml=text)
@@ -83,15 +86,12 @@ def run_level(
         simulation=result.to_dict() if details else None,
     )
     if render:
-        from worldforge.pcg.sim.render import render_png
-
         out = replace(out, png=render_png(result))
     return out
 
 
 def run_program(program: str, *, trials: int = 1, render: bool = True, details: bool = False) -> LevelOutcome:
     """convert -> simulate -> render for one ``drop_block`` program."""
-    from worldforge.pcg.levels.convert import convert
 
     try:
         xml = convert(program)
@@ -102,7 +102,6 @@ def run_program(program: str, *, trials: int = 1, render: bool = True, details: 
 
 def run_reply(reply: str, *, trials: int = 1, render: bool = True, details: bool = False) -> LevelOutcome:
     """extract -> convert -> simulate -> render for one LLM reply."""
-    from worldforge.pcg.levels.extract import extract_code
 
     ex = extract_code(reply)
     dropped = tuple(d.to_dict() for d in ex.dropped)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.levels.level import Level, LevelObject, parse_level_xml
+from worldforge.pcg.sim.physics import StabilityResult
+from worldforge.pcg.sim.png import encode_png as _encode
 
 #: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
 #: string) whenever this code's output can change; reference-output tests pin the behaviour. The
@@ -65,7 +67,6 @@ def _aabb(obj: LevelObject, x: float, y: float, angle: float) -> Box:
 
 def _scene(source: StabilityResult | Level | str | bytes) -> list[tuple[LevelObject, float, float, float]]:
     """(object, x, y, angle) of every visible block: simulated poses, or the level as written."""
-    from worldforge.pcg.sim.physics import StabilityResult
 
     if isinstance(source, StabilityResult):
         return [
@@ -213,7 +214,6 @@ def render_level(source: StabilityResult | Level | str | bytes) -> Image.Image:
 
 def encode_png(rgba: Any) -> bytes:
     """Deterministic PNG of an (h, w, 4) uint8 array (see :mod:`worldforge.pcg.sim.png`)."""
-    from worldforge.pcg.sim.png import encode_png as _encode
 
     return _encode(rgba)
 
@@ -236,8 +236,6 @@ _MATERIAL_COLOURS = {"wood": (196, 140, 74), "stone": (140, 140, 150), "ice": (1
 def render_color(source: StabilityResult | Level | str | bytes, *, size: int = 512) -> Image.Image:
     """A coloured picture for people: materials, pigs, TNT, ground line, destroyed blocks faded."""
     from PIL import Image, ImageDraw
-
-    from worldforge.pcg.sim.physics import StabilityResult
 
     if isinstance(source, StabilityResult):
         items = [

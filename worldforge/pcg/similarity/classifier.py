@@ -38,6 +38,7 @@ from typing import Any
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.similarity.classifier_input import rows_from_array, rows_from_image, rows_from_png
 from worldforge.pcg.similarity.prep import PrepSpec, shortcut_values
 
 OFFICIAL_MODEL_ID = "pittawat/vit-base-uppercase-english-characters"
@@ -383,8 +384,6 @@ class LetterClassifier:
         import numpy as np
         from PIL import Image
 
-        from worldforge.pcg.similarity.classifier_input import rows_from_array, rows_from_image
-
         width, height = size
         rng = np.random.default_rng(20240422 + 7 * channels + width * 131 + height)
         cases = []
@@ -452,8 +451,6 @@ class LetterClassifier:
                 raise WorldForgeError(f"{source}: cannot read image ({exc}).") from exc
         if isinstance(image, (bytes, bytearray)):
             if self._table is not None:
-                from worldforge.pcg.similarity.classifier_input import rows_from_png
-
                 values = self._shortcut_or_none(rows_from_png(image, max_pixels=Image.MAX_IMAGE_PIXELS))
                 if values is not None:
                     return values
@@ -470,8 +467,6 @@ class LetterClassifier:
         if mode not in _READABLE_MODES:
             image = image.convert("RGB")
         if self._table is not None:
-            from worldforge.pcg.similarity.classifier_input import rows_from_image
-
             values = self._shortcut_or_none(rows_from_image(image))
             if values is not None:
                 return values

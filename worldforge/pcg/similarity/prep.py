@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from worldforge.pcg.similarity.classifier_input import resize_rows, rows_from_array
+
 
 @dataclass(frozen=True)
 class PrepSpec:
@@ -51,8 +53,6 @@ def shortcut_values(
     when all three channels hold the same values (a grey image and a uniform table)."""
     import numpy as np
 
-    from worldforge.pcg.similarity.classifier_input import resize_rows
-
     resized = resize_rows(rows, size, resample, split=split)
     if resized.ndim == 2 and uniform:
         return np.take(table[0], resized)
@@ -65,7 +65,6 @@ def shortcut_values(
 def prepare_pixels(pixels: Any, spec: PrepSpec) -> Any | None:
     """The model's pixel values (float32 ``(h, w, 3)`` or ``(h, w)``) of an ``(h, w, c)`` uint8
     image, or ``None`` when ``spec`` was not verified for its layout (the PNG is read instead)."""
-    from worldforge.pcg.similarity.classifier_input import rows_from_array
 
     height, width = int(pixels.shape[0]), int(pixels.shape[1])
     channels = int(pixels.shape[2]) if pixels.ndim == 3 else 1

@@ -17,6 +17,7 @@ from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program, resolve_programs
+from worldforge.providers.openai_settings import check_base_urls
 
 DEFAULT_TRIALS = 10
 DEFAULT_SEED = 42
@@ -100,8 +101,6 @@ class SuiteConfig:
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
         if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
-            from worldforge.providers.openai_settings import check_base_urls
-
             check_base_urls(opts["openai_base_url"])
         cache = opts.get("cache_dir")
         return cls(

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from worldforge.core.canonical import pretty_json
+from worldforge.core.canonical import canonical_json_text, pretty_json
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
+from worldforge.pcg.scoring.report import official_files
 from worldforge.suites.science_birds.scores import CohortScores
 
 #: What the baseline comparison says when there is nothing to compare with (a sentence, not an
@@ -266,7 +267,6 @@ def build_sections(
 
 def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
     """Key/value view of what produced the numbers (nested values as compact JSON text)."""
-    from worldforge.core.canonical import canonical_json_text
 
     out: dict[str, Any] = {}
     for key, value in measurement.items():
@@ -290,7 +290,6 @@ def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
     2025 edition scored each model separately), and ``science-birds/ranking.json`` with the totals
     over models, normalised scores, ranks and the tie-break decision.
     """
-    from worldforge.pcg.scoring.report import official_files
 
     out: dict[str, str | bytes] = {}
     for ms in scores.models:

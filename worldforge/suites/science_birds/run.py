@@ -34,6 +34,8 @@ from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
 from worldforge.pcg.similarity.prep import PreparedPng
+from worldforge.providers.mock import MockProvider
+from worldforge.providers.mock_letters import letter_program_lines, prime
 from worldforge.providers.ollama import (
     TRIAL_TIME_LIMIT_S,
     TRIAL_TOKEN_LIMIT,
@@ -95,14 +97,11 @@ def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
 
 
 def _mock_program(letter: str, seed: int, variant: str) -> tuple[str, int, str, list[str]]:
-    from worldforge.providers.mock_letters import letter_program_lines
 
     return letter, seed, variant, letter_program_lines(letter, seed, variant)
 
 
-def item_input_digest(
-    key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any
-) -> str:
+def item_input_digest(key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any) -> str:
     """What must match for a recorded item to be reused on resume."""
     return digest_payload(
         {
@@ -269,7 +268,6 @@ class ItemRunner:
     def _await_prefetch(self, futures: list[Future[Any]]) -> None:
         if not futures:
             return
-        from worldforge.providers.mock_letters import prime
 
         t0 = time.perf_counter()
         for future in futures:
@@ -567,7 +565,6 @@ def _torch_threads(count: int | None) -> Iterator[None]:
 
 def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:
     """``{model: variant}`` for the models served by the built-in mock (its replies can be prefetched)."""
-    from worldforge.providers.mock import MockProvider
 
     out: dict[str, str] = {}
     for name in models:

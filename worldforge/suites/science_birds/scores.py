@@ -19,6 +19,8 @@ from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
+from worldforge.pcg.scoring.diversity import diversity
+from worldforge.pcg.scoring.scores import ProgramData, combine_models, rank_programs, score_competition
 
 
 @dataclass
@@ -66,8 +68,6 @@ def score_model(
     Failed trials are absent from the stability/similarity inputs, so the scoring module counts them
     as 0 and lists them under ``missing``; they are also absent from the diversity pairs.
     """
-    from worldforge.pcg.scoring.diversity import diversity
-    from worldforge.pcg.scoring.scores import ProgramData, score_competition
 
     cell: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     for r in records:
@@ -134,7 +134,6 @@ def score_cohort(
     ranked -- unless every program is a baseline, in which case all are ranked so that a baseline
     run still shows an order.
     """
-    from worldforge.pcg.scoring.scores import combine_models, rank_programs
 
     if trials < 2:
         raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")

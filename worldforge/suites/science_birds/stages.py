@@ -30,6 +30,10 @@ from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+from worldforge.pcg.levels.convert import convert
+from worldforge.pcg.levels.extract import extract_code
+from worldforge.pcg.sim.physics import simulate
+from worldforge.pcg.sim.render import encode_png, render_array
 from worldforge.pcg.similarity.prep import prepare_pixels
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
@@ -201,8 +205,6 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
     Stage failures (no code, official converter errors, empty levels) are returned, not raised, so
     one bad trial never stops a run. The PNG travels base64-encoded to stay JSON/pickle friendly.
     """
-    from worldforge.pcg.levels.convert import convert
-    from worldforge.pcg.levels.extract import extract_code
 
     versions = dict(job.versions)
     out: dict[str, Any] = {"item_id": job.item_id, "stages": {}}
@@ -316,8 +318,6 @@ def _decode_png(png: bytes) -> Any:
 def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None, Any]:
     """Stability figures, the PNG and the render's pixels (kept for the thumbnail and the
     classifier input, so neither decodes the PNG again)."""
-    from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import encode_png, render_array
 
     try:
         result = simulate(xml)

@@ -28,24 +28,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from worldforge import __version__
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.timeutil import utc_now_iso
 from worldforge.datasets import dataset_references
+from worldforge.evaluation.gallery import build_cases
+from worldforge.evaluation.provenance import ProvenanceEnvelope
+from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.suite import EvaluationSuite
-from worldforge.evaluation.types import EvaluationScenario
+from worldforge.evaluation.types import EvaluationResult, EvaluationScenario
 from worldforge.execution import create_executor
 from worldforge.execution.local import start_pool
-from worldforge.gateway import Gateway, ReplaySource, load_replay
+from worldforge.forge import WorldForge
+from worldforge.gateway import Gateway, ReplaySource, load_replay, write_session
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
+from worldforge.providers.mock import MockProvider
 from worldforge.suites.science_birds.config import (
     Classifier,
     SuiteConfig,
     enumerate_items,
     iter_progress_columns,
 )
+from worldforge.suites.science_birds.report import build_sections, official_artifacts, result_rows
 from worldforge.suites.science_birds.run import ItemRunner, RunState
-from worldforge.suites.science_birds.stages import StageCache, stage_versions
+from worldforge.suites.science_birds.scores import score_cohort
+from worldforge.suites.science_birds.stages import StageCache, module_version, stage_versions
 from worldforge.suites.science_birds.submissions import SubmissionTrials
 from worldforge.suites.science_birds.submissions import prepare as prepare_submissions
 
@@ -81,11 +90,8 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
         if isinstance(manifest, Mapping)
         else {"provider": name}
     )
-    from worldforge.providers.mock import MockProvider
 
     if type(provider) is MockProvider:
-        from worldforge.suites.science_birds.stages import module_version
-
         identity["generator_code"] = [
             module_version("worldforge.providers.mock_letters"),
             module_version("worldforge.pcg.levels.glyphs"),
@@ -235,12 +241,6 @@ def _evaluate_with(
     gateway: Any = None,
     submissions: SubmissionTrials | None = None,
 ) -> Any:
-    from worldforge import __version__
-    from worldforge.evaluation.provenance import ProvenanceEnvelope
-    from worldforge.evaluation.report import EvaluationReport
-    from worldforge.evaluation.types import EvaluationResult
-    from worldforge.suites.science_birds.report import build_sections, official_artifacts, result_rows
-    from worldforge.suites.science_birds.scores import score_cohort
 
     classifier = classifier or Classifier(config.classifier)
     cache = StageCache(_cache_root(config, run))
@@ -275,8 +275,6 @@ def _evaluate_with(
         submissions=submissions,
     )
     if gateway is not None:
-        from worldforge.gateway import write_session
-
         write_session(run, manifests, identities)  # what a later --replay of this run stands on
     total = len(enumerate_items(models, config))
     started = time.perf_counter()
@@ -336,7 +334,6 @@ def _evaluate_with(
     input_digest = digest_payload(input_payload)
     # The same payload the core's ``result_payload(report)`` digests (the run's result digest).
     result_digest = digest_payload({"results": [r.to_dict() for r in results], "sections": sections})
-    from worldforge.core.timeutil import utc_now_iso
 
     failed = sum(1 for r in records.values() if r.get("status") != "ok")
     ident = classifier.identity()
@@ -367,7 +364,6 @@ def _evaluate_with(
         event_count=int(getattr(forge, "event_count", 0) or 0) - events_before,
         notes=f"{len(records)} items; {failed} failed trials" + _isolation_note(submissions),
     )
-    from worldforge.evaluation.gallery import build_cases
 
     report = EvaluationReport(
         SUITE_ID,
@@ -441,8 +437,6 @@ class ScienceBirdsSuite(EvaluationSuite):
         notes: str | None = None,
     ) -> Any:
         if forge is None:
-            from worldforge.forge import WorldForge
-
             forge = WorldForge()
         names = [providers] if isinstance(providers, str) else list(providers)
         self.check_providers(names, forge)
