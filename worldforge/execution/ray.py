@@ -26,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
+from worldforge import heavy
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact.keys import is_sensitive_key
 from worldforge.execution.base import NodeFuture
@@ -39,10 +40,9 @@ TASK_RETRIES = 5
 
 def _import_ray() -> Any:
     try:
-        import ray
-    except ImportError:
+        return heavy.ray()
+    except WorldForgeError:
         raise WorldForgeError(EXTRA_HINT) from None
-    return ray
 
 
 def scrubbed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -54,7 +54,7 @@ def scrubbed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 def _run_unit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any]:
     """What a Ray task runs: the unit, plus the id of the node that ran it."""
-    import ray
+    ray = heavy.ray()
 
     node = ray.get_runtime_context().get_node_id()
     return node, fn(*args, **kwargs)

@@ -33,6 +33,7 @@ from worldforge.pcg.competition.stages import (
     list_teams,
 )
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.programs.prompt import load_program
 from worldforge.pcg.scoring.diversity import VECTOR_KINDS, diversity
 from worldforge.pcg.scoring.report import (
     models_report_payload,
@@ -311,8 +312,6 @@ def _prompt_length(team_dir: Path) -> int | None:
     if not (team_dir / "prompts").is_dir():
         return None
     try:
-        from worldforge.pcg.programs.prompt import load_program
-
         return load_program(team_dir, name=team_dir.name).prompt_length()
     except (WorldForgeError, OSError):
         return None

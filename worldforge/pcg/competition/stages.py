@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from worldforge import heavy
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
 from worldforge.core.timeutil import utc_now_iso
@@ -378,7 +379,7 @@ def _preload(images: bool, simulate: bool) -> None:
     """Import (and warm) here what the level workers need: forked workers inherit it, so Box2D,
     numpy and the PNG encoder's tables are set up once, not once per worker."""
     if simulate:
-        import Box2D  # noqa: F401
+        heavy.box2d()
     if images:
         import numpy as np
 

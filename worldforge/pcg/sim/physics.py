@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from worldforge import heavy
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.levels.level import Level, LevelObject, parse_level_xml
 
@@ -159,9 +160,10 @@ def _half_extent_x(obj: LevelObject, angle_rad: float) -> float:
 
 
 def _build_world(level: Level) -> tuple[Any, list[Any], list[LevelObject], Any]:
-    import Box2D
+    Box2D = heavy.box2d()  # noqa: N806 - the library's module name
+    listener: Any = Box2D.b2ContactListener
 
-    class _Damage(Box2D.b2ContactListener):
+    class _Damage(listener):
         """Collects (body index, relative speed) for contacts that just began touching."""
 
         def __init__(self) -> None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worldforge import heavy
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
@@ -128,7 +129,7 @@ def letter_indices(id2label: Mapping[Any, Any], *, source: str) -> list[int]:
 
 def pick_device(preferred: str | None = None) -> str:
     """``cuda`` -> ``mps`` -> ``cpu`` (the official script's order) unless one is requested."""
-    import torch
+    torch = heavy.torch()
 
     if preferred:
         try:
@@ -211,13 +212,10 @@ def load_classifier(
     one-line :class:`WorldForgeError` naming the alternatives.
     """
     ident, folder = _resolve(spec)
-    try:
-        from transformers import AutoImageProcessor, AutoModelForImageClassification
-    except ImportError as exc:  # pragma: no cover - the ml extra is installed in development
-        raise WorldForgeError(
-            "classifier: transformers/torch are not installed (pip install 'worldforge[ml]')."
-        ) from exc
-    from transformers.utils import logging as hf_logging
+    transformers = heavy.transformers()
+    AutoImageProcessor = transformers.AutoImageProcessor  # noqa: N806 - the library's class names
+    AutoModelForImageClassification = transformers.AutoModelForImageClassification  # noqa: N806
+    hf_logging = heavy.load("transformers.utils.logging")
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -248,8 +246,7 @@ def load_classifier(
 
 
 def _has_conv(model: Any) -> bool:
-    import torch
-
+    torch = heavy.torch()
     return any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
 
 
@@ -295,8 +292,7 @@ class LetterClassifier:
         # Convolutional models run ~2x faster on CPU in channels-last layout (oneDNN kernels).
         self.channels_last = not self.cls_token and _has_conv(model)
         if self.channels_last:
-            import torch
-
+            torch = heavy.torch()
             self.model.to(memory_format=torch.channels_last)
         self._table = self._table_path()
         self._checked: dict[tuple[int, int, int], bool | None] = {}
@@ -518,7 +514,7 @@ class LetterClassifier:
         with a fixed batch size an image's vector does not depend on how many images came with it
         or which ones, and a resumed run reproduces an uninterrupted one bit for bit.
         """
-        import torch
+        torch = heavy.torch()
 
         if batch_size < 1:
             raise WorldForgeError(f"batch_size: must be >= 1, got {batch_size}.")

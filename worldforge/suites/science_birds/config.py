@@ -17,6 +17,7 @@ from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program, resolve_programs
+from worldforge.pcg.similarity.classifier import load_classifier
 from worldforge.providers.openai_settings import check_base_urls
 
 DEFAULT_TRIALS = 10
@@ -168,15 +169,6 @@ class Classifier:
 
     def _load(self) -> Any:
         if self._model is None:
-            try:
-                from worldforge.pcg.similarity.classifier import load_classifier
-            except ModuleNotFoundError as exc:
-                if exc.name != "worldforge.pcg.similarity.classifier":
-                    raise
-                raise WorldForgeError(
-                    "the letter classifier (worldforge.pcg.similarity.classifier) is not available in "
-                    "this installation."
-                ) from None
             self._model = load_classifier(self.spec)
         return self._model
 
