@@ -13,13 +13,14 @@ from worldforge import heavy
 from worldforge.core.errors import WorldForgeError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "worldforge"
-HEAVY = {"torch", "transformers", "ray", "Box2D"}
+HEAVY = {"torch", "transformers", "huggingface_hub", "ray", "Box2D", "openai", "ollama", "httpx"}
 
 
 def test_only_the_heavy_module_imports_heavy_libraries() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.relative_to(PACKAGE).as_posix() == "heavy.py":
+        # the sandboxed trial host runs outside the package's process and imports its client itself
+        if path.relative_to(PACKAGE).as_posix() in ("heavy.py", "execution/trial_host.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             names = []

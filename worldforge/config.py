@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from worldforge.core.errors import WorldForgeError
 
 CONFIG_ENV = "WORLDFORGE_CONFIG"
@@ -182,7 +184,6 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
 
 def load_config(path: str | Path | None = None) -> WorldForgeConfig:
     """Load and validate the configuration; defaults when the file does not exist."""
-    import yaml
 
     source = Path(path) if path is not None else config_path()
     if not source.is_file():

@@ -1,5 +1,10 @@
 """The one place heavy third-party libraries are imported: lazily, on first use.
 
+Heavy means seconds or hundreds of megabytes on import (torch, transformers and its hub client,
+Ray), a native engine only some commands need (Box2D), or a model client whose import costs more
+than a mock run should pay (openai, ollama and its httpx). Everything else is imported at module
+level where it is used; only the CLI's command modules defer their imports so ``--help`` is fast.
+
 ``import worldforge`` and ``worldforge --help`` must stay fast and must not load torch,
 transformers, Ray or Box2D; first-party modules import each other at module level, and reach these
 libraries only through the functions below. A missing optional library is a one-line
@@ -18,7 +23,11 @@ from worldforge.core.errors import WorldForgeError
 EXTRAS: dict[str, str] = {
     "torch": "pip install 'worldforge[ml]' (torch==2.13.0, the CPU build)",
     "transformers": "pip install 'worldforge[ml]'",
+    "huggingface_hub": "pip install 'worldforge[ml]'",
     "ray": "pip install 'worldforge[distributed]'",
+    "openai": "pip install worldforge (the openai client)",
+    "ollama": "pip install worldforge (the ollama client)",
+    "httpx": "pip install worldforge (the ollama client's HTTP library)",
     "Box2D": "pip install worldforge (ufal-pybox2d)",
 }
 
@@ -43,6 +52,22 @@ def transformers() -> ModuleType:
     return load("transformers")
 
 
+def huggingface_hub() -> ModuleType:
+    return load("huggingface_hub")
+
+
+def openai() -> ModuleType:
+    return load("openai")
+
+
+def ollama() -> ModuleType:
+    return load("ollama")
+
+
+def httpx() -> ModuleType:
+    return load("httpx")
+
+
 def ray() -> ModuleType:
     return load("ray")
 
@@ -51,4 +76,15 @@ def box2d() -> ModuleType:
     return load("Box2D")
 
 
-__all__ = ["EXTRAS", "box2d", "load", "ray", "torch", "transformers"]
+__all__ = [
+    "EXTRAS",
+    "box2d",
+    "httpx",
+    "huggingface_hub",
+    "load",
+    "ollama",
+    "openai",
+    "ray",
+    "torch",
+    "transformers",
+]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from worldforge.core.errors import WorldForgeError
 from worldforge.presets import PRESETS_DIR
 
@@ -182,7 +184,6 @@ def parse_preset(data: Any, source: str) -> Preset:
 
 def load_preset(name_or_path: str) -> Preset:
     """A preset by name (searched in :func:`preset_dirs`) or by YAML path."""
-    import yaml
 
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
@@ -213,7 +214,6 @@ def load_preset(name_or_path: str) -> Preset:
 
 def list_presets() -> list[dict[str, Any]]:
     """Every preset found, first directory wins on name clashes, sorted by name."""
-    import yaml
 
     found: dict[str, dict[str, Any]] = {}
     for directory in preset_dirs():

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from worldforge.core.errors import WorldForgeError, WorldForgeException
 from worldforge.core.redact import sanitize_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,7 +48,6 @@ def cli_errors(hint: Hint = None) -> Iterator[None]:
     ``hint`` may be a function of the message, so a command only shows a hint that fits the error
     (a missing file should not be answered with "list the suites").
     """
-    from worldforge.core.errors import WorldForgeException
 
     try:
         yield
@@ -99,7 +99,6 @@ def format_option(default: str, choices: Sequence[str], help: str = "Output form
 
 def check_format(value: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else a ``WorldForgeError`` naming them (exit 2)."""
-    from worldforge.core.errors import WorldForgeError
 
     if value not in choices:
         raise WorldForgeError(f"--format: {value!r} is not one of {', '.join(choices)}.")

@@ -10,13 +10,15 @@ import typer
 
 from worldforge.cli._common import argv as _argv
 from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.core.canonical import pretty_json
+from worldforge.core.errors import WorldForgeError
+from worldforge.workspace import start_run
 
 FORMATS = ("text", "json", "md", "csv")
 
 
 def _print_presets(fmt: str) -> None:
     from worldforge.benchmark import list_presets
-    from worldforge.core.canonical import pretty_json
 
     presets = list_presets()
     if fmt == "json":
@@ -45,8 +47,6 @@ def _run(
         run_providers,
     )
     from worldforge.benchmark.presets import load_preset
-    from worldforge.core.canonical import pretty_json
-    from worldforge.core.errors import WorldForgeError
 
     preset = load_preset(preset_name)
     if iterations is not None and iterations < 1:
@@ -86,7 +86,6 @@ def _run(
                 "--resume-run needs --run-workspace (or workspace_dir in .worldforge/config.yaml)."
             )
         return execute(None)
-    from worldforge.workspace import start_run
 
     config = {"preset": preset_identity(preset), "iterations": iterations or preset.iterations}
     with start_run(workspace, "benchmark", _argv(), config, resume_run_id=resume) as run:
@@ -113,8 +112,6 @@ def benchmark_cmd(
 ) -> None:
     """Run a benchmark preset: success rate, errors, p50/p95 latency, throughput; exit 1 on violation."""
     with cli_errors():
-        from worldforge.core.errors import WorldForgeError
-
         check_format(fmt, FORMATS)
         if list_presets_flag:
             _print_presets(fmt)
@@ -128,7 +125,6 @@ def benchmark_cmd(
             workspace = default_run_workspace()
         report = _run(preset, iterations, workspace, resume_run)
         from worldforge.benchmark.harness import render_csv, render_markdown
-        from worldforge.core.canonical import pretty_json
 
         if fmt == "json":
             sys.stdout.write(pretty_json(report))

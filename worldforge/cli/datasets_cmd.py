@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from worldforge.cli._common import cli_errors
+from worldforge.core.canonical import pretty_json
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -21,7 +22,6 @@ datasets_app = typer.Typer(
 def schema_cmd() -> None:
     """Print the shipped JSON Schema for dataset manifests."""
     with cli_errors():
-        from worldforge.core.canonical import pretty_json
         from worldforge.datasets import manifest_schema
 
         sys.stdout.write(pretty_json(manifest_schema()))
@@ -52,7 +52,6 @@ def ref_cmd(
 ) -> None:
     """Print the compact reference that provenance and run manifests record."""
     with cli_errors():
-        from worldforge.core.canonical import pretty_json
         from worldforge.datasets import manifest_reference
 
         sys.stdout.write(pretty_json(manifest_reference(file, root=root)))

@@ -19,6 +19,9 @@ import typer
 
 from worldforge.cli._common import argv as _argv
 from worldforge.cli._common import check_format, cli_errors, fail, format_option
+from worldforge.core.canonical import pretty_json
+from worldforge.core.errors import GateFailure, WorldForgeError
+from worldforge.core.io import atomic_write_text
 
 FORMATS = ("markdown", "json", "csv", "html")
 LIST_FORMATS = ("table", "json")
@@ -59,7 +62,6 @@ def _typed_options(
     max_connections: int | None = None,
 ) -> dict[str, Any]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
-    from worldforge.core.errors import WorldForgeError
 
     options: dict[str, Any] = {}
     if programs:
@@ -169,7 +171,6 @@ def eval_command(
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
-        from worldforge.core.errors import GateFailure
         from worldforge.evaluation.runner import EvaluationRequest, evaluate
         from worldforge.reports import render_report
 
@@ -208,8 +209,6 @@ def eval_command(
         report = outcome.report
         rendered = render_report(report.to_dict(), fmt)
         if output is not None:
-            from worldforge.core.io import atomic_write_text
-
             atomic_write_text(output, rendered)
             print(f"wrote {output}", file=sys.stderr)
         else:
@@ -243,7 +242,6 @@ def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
 def suites_list(fmt: str = format_option("table", LIST_FORMATS)) -> None:
     """List evaluation suites (built-in, registered and entry points)."""
     with cli_errors():
-        from worldforge.core.canonical import pretty_json
         from worldforge.evaluation import EvaluationSuite
 
         check_format(fmt, LIST_FORMATS)
@@ -264,7 +262,6 @@ def suites_list(fmt: str = format_option("table", LIST_FORMATS)) -> None:
 def providers_list(fmt: str = format_option("table", LIST_FORMATS)) -> None:
     """List provider families and their capabilities."""
     with cli_errors():
-        from worldforge.core.canonical import pretty_json
         from worldforge.providers.registry import ProviderRegistry
 
         check_format(fmt, LIST_FORMATS)

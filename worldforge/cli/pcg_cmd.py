@@ -17,6 +17,9 @@ import typer
 
 from worldforge.cli._common import argv as _argv
 from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.core.digests import digest_bytes, digest_text
+from worldforge.core.errors import StageError, WorldForgeError
+from worldforge.core.io import atomic_write_bytes
 from worldforge.workspace import optional_run
 
 pcg_app = typer.Typer(
@@ -36,7 +39,6 @@ _RESUME_OPT = typer.Option(None, "--resume-run", hidden=True)
 
 def _read_input(path: str) -> tuple[bytes, str]:
     """File bytes (``-`` = stdin) and a display name."""
-    from worldforge.core.errors import WorldForgeError
 
     if path == "-":
         return sys.stdin.buffer.read(), "<stdin>"
@@ -69,8 +71,6 @@ def extract_cmd(
 ) -> None:
     """Print the drop_block program exactly as the official extractor writes it."""
     with cli_errors():
-        from worldforge.core.digests import digest_text
-        from worldforge.core.errors import StageError
         from worldforge.pcg.levels.extract import extract_code
 
         check_format(fmt, TEXT_JSON)
@@ -111,8 +111,6 @@ def convert_cmd(
 ) -> None:
     """Print the level XML exactly as the official converter writes it (no final newline)."""
     with cli_errors():
-        from worldforge.core.digests import digest_text
-        from worldforge.core.errors import StageError
         from worldforge.pcg.levels.convert import convert
 
         with optional_run(run_workspace, "pcg-convert", _argv(), {}, resume_run) as run:
@@ -180,8 +178,6 @@ def render_cmd(
     with cli_errors():
         import io
 
-        from worldforge.core.digests import digest_bytes
-        from worldforge.core.io import atomic_write_bytes
         from worldforge.pcg.levels.level import parse_level_xml
         from worldforge.pcg.sim.physics import simulate
         from worldforge.pcg.sim.render import render_color, render_png
@@ -239,7 +235,6 @@ class _RichProgress:
 
 def _names(option: str, values: list[str] | None) -> list[str] | None:
     """``--option a,b --option c`` -> ``["a", "b", "c"]``; ``None`` when the option was not given."""
-    from worldforge.core.errors import WorldForgeError
 
     if values is None:
         return None
@@ -304,7 +299,6 @@ def stage_cmd(
 ) -> None:
     """Run a competition folder stage; failed trials are logged and skipped, never abort the stage."""
     with cli_errors():
-        from worldforge.core.errors import WorldForgeError
         from worldforge.execution.local import default_workers
         from worldforge.pcg.competition.orchestrate import (
             plan_for,

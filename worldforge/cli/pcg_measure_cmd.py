@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.core.errors import WorldForgeError
 
 FORMATS = ("text", "json")
 
@@ -50,8 +51,6 @@ def classify_cmd(
 ) -> None:
     """Softmax over A-Z and the top letter for each image (with --embedding, the embedding too)."""
     with cli_errors():
-        from worldforge.core.errors import WorldForgeError
-
         check_format(fmt, FORMATS)
         for path in images:
             if not path.is_file():

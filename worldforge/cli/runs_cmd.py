@@ -15,8 +15,12 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import GateFailure
 from worldforge.core.redact import sanitize_text
+from worldforge.workspace import apply_prune, diff_runs, list_runs, load_manifest, plan_prune, resolve_run_dir
+from worldforge.workspace.resume import plan_resume
+from worldforge.workspace.store import run_summary
 
 runs_app = typer.Typer(
     name="runs",
@@ -42,7 +46,6 @@ def _workspace(value: Path | None) -> Path:
 
 
 def _print_json(value: Any) -> None:
-    from worldforge.core.canonical import pretty_json
 
     sys.stdout.write(pretty_json(value))
 
@@ -56,7 +59,6 @@ def list_cmd(
     """List runs, newest first, with status and digests."""
     with cli_errors():
         check_format(fmt, ("table", "json"))
-        from worldforge.workspace import list_runs
 
         rows = list_runs(_workspace(workspace_dir), kind=kind)
         if fmt == "json":
@@ -90,8 +92,6 @@ def show_cmd(
     """Show a run's manifest: status, digests, inputs, datasets and artifacts."""
     with cli_errors():
         check_format(fmt, ("text", "json"))
-        from worldforge.workspace import load_manifest, resolve_run_dir
-        from worldforge.workspace.store import run_summary
 
         run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
         manifest = load_manifest(run_dir)
@@ -181,7 +181,6 @@ def diff_cmd(
     """Compare two runs with reason codes; exit 0 when result digests are equal, 1 when they differ."""
     with cli_errors():
         check_format(fmt, ("text", "json", "md"))
-        from worldforge.workspace import diff_runs, resolve_run_dir
 
         ws = _workspace(workspace_dir)
         result = diff_runs(resolve_run_dir(ws, run_a), resolve_run_dir(ws, run_b), include_all=show_all)
@@ -284,8 +283,6 @@ def resume_cmd(
 ) -> None:
     """Continue an interrupted or failed run in place, reusing completed items whose inputs still match."""
     with cli_errors():
-        from worldforge.workspace.resume import plan_resume
-
         plan = plan_resume(_workspace(workspace_dir), run_id)
         previous = os.getcwd()
         if plan.cwd is not None:
@@ -313,7 +310,6 @@ def prune_cmd(
     with cli_errors():
         check_format(fmt, ("table", "json"))
         from worldforge.config import load_config
-        from worldforge.workspace import apply_prune, plan_prune
 
         retention = load_config().retention
         ws = _workspace(workspace_dir)
@@ -353,7 +349,6 @@ def bundle_cmd(
     with cli_errors():
         check_format(fmt, ("md", "json"))
         from worldforge.evidence.bundle import build_bundle
-        from worldforge.workspace import resolve_run_dir
 
         ws = _workspace(workspace_dir)
         run_dir = resolve_run_dir(ws, run_id)

@@ -29,6 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+import jsonschema
+
 from worldforge.core.digests import digest_bytes, digest_file
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_with_ledger
@@ -109,7 +111,6 @@ def _check_portable_text(text: str, where: str) -> None:
 
 def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | None = None) -> dict[str, Any]:
     """Validate a parsed manifest; raise :class:`WorldForgeError` naming ``source`` and the field path."""
-    import jsonschema
 
     validator = jsonschema.Draft202012Validator(manifest_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))

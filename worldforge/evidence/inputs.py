@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import yaml
+
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.redact import sanitize_text
@@ -61,7 +63,6 @@ def find_repo_file(rel_path: str, start: Path | None) -> Path | None:
 
 def _preset_files(run_id: str, entry: dict[str, Any]) -> list[InputCopy]:
     """The preset YAML and budget JSON of a benchmark run, when the recorded value is complete."""
-    import yaml
 
     value = entry.get("value")
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):

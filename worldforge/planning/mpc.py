@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
 from worldforge.planning.goals import Goal, ResolvedGoal
@@ -182,7 +184,6 @@ class LatentMPCController:
     # -- public ----------------------------------------------------------------------------------
     def plan(self, world: Any, goal: Goal | dict[str, Any]) -> Plan:
         """Run MPC on a copy of ``world`` (the caller's world is untouched) and return the plan."""
-        import numpy as np
 
         goal_obj = goal if isinstance(goal, Goal) else Goal.from_dict(goal)
         sandbox = world.copy()
@@ -321,7 +322,6 @@ class LatentMPCController:
         return sequence
 
     def _refit(self, probs: Any, mean: Any, std: Any, choices: Any, deltas: Any, k: int) -> None:
-        import numpy as np
 
         n = len(choices)
         for h in range(probs.shape[0]):
@@ -338,7 +338,6 @@ class LatentMPCController:
 
     def _shift(self, probs: Any, mean: Any, std: Any, k: int) -> None:
         """Warm start for the next control step: drop the executed step, append a fresh one."""
-        import numpy as np
 
         probs[:-1], mean[:-1] = probs[1:].copy(), mean[1:].copy()
         # Re-widen the refitted spread (the world moved, the fit may be stale) but keep it below the

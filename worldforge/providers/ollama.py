@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worldforge import heavy
 from worldforge.config import project_config
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
@@ -194,8 +195,8 @@ class GenerationReply:
 
 
 def _is_retryable(exc: BaseException) -> bool:
-    import httpx
-    import ollama
+    httpx = heavy.httpx()
+    ollama = heavy.ollama()
 
     if isinstance(exc, ollama.ResponseError):
         return int(getattr(exc, "status_code", 0) or 0) >= 500
@@ -203,7 +204,7 @@ def _is_retryable(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    import ollama
+    ollama = heavy.ollama()
 
     if isinstance(exc, ollama.ResponseError):
         return f"HTTP {exc.status_code}: {exc.error}"
@@ -265,7 +266,7 @@ class OllamaProvider(BaseProvider):
             return self._client
         client = self._clients.get(host)
         if client is None:
-            import ollama
+            ollama = heavy.ollama()
 
             client = self._clients[host] = ollama.Client(
                 host=host, timeout=float(self.settings.request_timeout_s)
@@ -283,8 +284,8 @@ class OllamaProvider(BaseProvider):
         A server that answers but is busy (loading a model, say) gets the same retries as a
         generation call; a refused connection fails at once, since nothing is listening.
         """
-        import httpx
-        import ollama
+        httpx = heavy.httpx()
+        ollama = heavy.ollama()
 
         attempts = int(self.settings.retries) + 1
         for attempt in range(1, attempts + 1):
@@ -306,7 +307,7 @@ class OllamaProvider(BaseProvider):
         """
         if self._manifest is not None:
             return dict(self._manifest)
-        import ollama
+        ollama = heavy.ollama()
 
         model = self.settings.model
         try:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.providers.base import BaseProvider, GenerationResult
@@ -66,13 +67,13 @@ class ChatReply:
 
 
 def _status(exc: BaseException) -> int | None:
-    import openai
+    openai = heavy.openai()
 
     return int(exc.status_code) if isinstance(exc, openai.APIStatusError) else None
 
 
 def _is_retryable(exc: BaseException) -> bool:
-    import openai
+    openai = heavy.openai()
 
     status = _status(exc)
     if status is not None:
@@ -139,7 +140,7 @@ class OpenAICompatProvider(BaseProvider):
             return self._client
         client = self._clients.get(base_url)
         if client is None:
-            import openai
+            openai = heavy.openai()
 
             client = self._clients[base_url] = openai.OpenAI(
                 base_url=base_url,
@@ -158,7 +159,7 @@ class OpenAICompatProvider(BaseProvider):
         return line if len(line) <= 300 else line[:297] + "..."
 
     def _describe(self, exc: BaseException) -> str:
-        import openai
+        openai = heavy.openai()
 
         status = _status(exc)
         if status == 401:
@@ -196,7 +197,7 @@ class OpenAICompatProvider(BaseProvider):
     def _preflight(self, call: Callable[[], Any]) -> Any:
         """One preflight request, retried like a generation call except that a refused
         connection fails at once (nothing is listening)."""
-        import openai
+        openai = heavy.openai()
 
         attempts = int(self.settings.retries) + 1
         for attempt in range(1, attempts + 1):
@@ -243,7 +244,7 @@ class OpenAICompatProvider(BaseProvider):
         """
         if self._manifest is not None:
             return dict(self._manifest)
-        import openai
+        openai = heavy.openai()
 
         model = self.settings.model
         client = self.client

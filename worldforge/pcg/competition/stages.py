@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from worldforge import heavy
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_text
@@ -218,7 +220,6 @@ def stage_convert(source: Path, *, progress: Progress | None = None) -> StageRep
 
 def float32_text(value: float) -> str:
     """A 32-bit float as Unity's JsonUtility prints it (shortest round-trip digits, ``1.0``)."""
-    import numpy as np
 
     text = np.format_float_positional(np.float32(value), unique=True, trim="-")
     return text if "." in text else text + ".0"
@@ -226,7 +227,6 @@ def float32_text(value: float) -> str:
 
 def unity_score(total: int, moving: int) -> float:
     """``1 - moving/total`` in 32-bit float arithmetic, as the evaluator computes it."""
-    import numpy as np
 
     return float(np.float32(1.0) - np.float32(moving) / np.float32(total))
 
@@ -239,7 +239,6 @@ def _json_string(text: str) -> str:
 
 def stability_json(entries: Iterable[tuple[str, float, int, int]]) -> str:
     """``<team>/stability/<C>.json`` in JsonUtility's pretty format: dataCount, rate, raws."""
-    import numpy as np
 
     rows = list(entries)
     scores = [np.float32(score) for _, score, _, _ in rows]
@@ -381,8 +380,6 @@ def _preload(images: bool, simulate: bool) -> None:
     if simulate:
         heavy.box2d()
     if images:
-        import numpy as np
-
         encode_png(np.full((IMAGE_SIZE, IMAGE_SIZE, 4), 255, dtype=np.uint8))
 
 

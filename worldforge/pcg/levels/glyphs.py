@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import (
@@ -101,7 +103,6 @@ def available_fonts() -> list[str]:
 
 @lru_cache(maxsize=32)
 def _load_font(font: str) -> Any:
-    from PIL import ImageFont
 
     if font in DEJAVU_FONTS:
         path = DEJAVU_DIR / DEJAVU_FONTS[font]
@@ -122,7 +123,6 @@ def _load_font(font: str) -> Any:
 
 def _glyph_image(letter: str, font: str) -> Any:
     """High-resolution greyscale image (ink = 255) of the glyph, cropped to its ink bounding box."""
-    from PIL import Image, ImageDraw
 
     loaded = _load_font(font)
     if loaded is None:
@@ -159,7 +159,6 @@ def letter_grid(
     ``width_factor`` stretches the glyph horizontally. ``x_offset`` is the first column (default:
     centred); the converter left-aligns levels anyway, so it only varies the program text.
     """
-    from PIL import Image, ImageFilter
 
     letter = letter.upper()
     if len(letter) != 1 or letter not in LETTERS:

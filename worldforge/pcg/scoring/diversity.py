@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from worldforge.core.errors import WorldForgeError
 
 VECTOR_KINDS = ("softmax", "embedding")
@@ -28,7 +30,6 @@ def pair_divisor(trials: int) -> int:
 
 def cosine_distance(u: Sequence[float], v: Sequence[float], *, where: str = "vectors") -> float:
     """SciPy-compatible cosine distance; a zero or mismatched vector is a :class:`WorldForgeError`."""
-    import numpy as np
 
     a = np.asarray(u, dtype=np.float64)
     b = np.asarray(v, dtype=np.float64)

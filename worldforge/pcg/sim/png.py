@@ -17,6 +17,8 @@ import zlib
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 _MOD_ADLER = 65521
 _FILTER_NONE = 0
 _FILTER_UP = 2
@@ -53,7 +55,6 @@ def _adler_zero_rows(value: int, n_rows: int, row_bytes: int) -> int:
 
 def encode_png(rgba: Any) -> bytes:
     """PNG bytes of an (h, w, 4) uint8 RGBA array (8-bit RGBA, no metadata chunks)."""
-    import numpy as np
 
     pixels = np.ascontiguousarray(rgba, dtype=np.uint8)
     h, w = pixels.shape[:2]

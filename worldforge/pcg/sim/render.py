@@ -18,6 +18,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from PIL import Image, ImageDraw
+
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.levels.level import Level, LevelObject, parse_level_xml
 from worldforge.pcg.sim.physics import StabilityResult
@@ -100,7 +103,6 @@ def _spans(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | N
     For every sprite row the pixel-center scan line is intersected with the rotated rectangle; a
     pixel is covered when its center lies in ``[lo, hi)`` (the GPU's pixel-center rule).
     """
-    import numpy as np
 
     if bounds is None:
         bounds = structure_bounds(scene)
@@ -160,7 +162,6 @@ def _coverage(spans: Spans) -> tuple[int, int, Any]:
     hands large arrays fresh pages, and faulting them in cost more than the arithmetic (an ``int64``
     ``bincount`` variant was 2 ms slower per level inside the pipeline, though faster in isolation).
     """
-    import numpy as np
 
     r, i0, i1 = spans
     r_lo, c_lo = int(r.min()), int(i0.min())
@@ -176,7 +177,6 @@ def _coverage(spans: Spans) -> tuple[int, int, Any]:
 
 def black_mask(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | None = None) -> Any:
     """824x824 boolean mask (row 0 = top) of pixels covered by OCR sprites."""
-    import numpy as np
 
     mask = np.zeros((INNER, INNER), dtype=bool)
     spans = _spans(scene, bounds)
@@ -188,7 +188,6 @@ def black_mask(scene: list[tuple[LevelObject, float, float, float]], bounds: Box
 
 def render_array(source: StabilityResult | Level | str | bytes) -> Any:
     """The similarity image as a (1024, 1024, 4) uint8 RGBA array (see :func:`render_level`)."""
-    import numpy as np
 
     # one uint32 per pixel (little-endian RGBA): opaque white, then black where sprites cover
     pixels = np.full((IMAGE_SIZE, IMAGE_SIZE), _WHITE, dtype="<u4")
@@ -207,7 +206,6 @@ def render_level(source: StabilityResult | Level | str | bytes) -> Image.Image:
     Pass a :class:`~worldforge.pcg.sim.physics.StabilityResult` to render the poses after simulation
     (what the evaluator exports; destroyed blocks are invisible); a level renders as written.
     """
-    from PIL import Image
 
     return Image.fromarray(render_array(source), mode="RGBA")
 
@@ -220,7 +218,6 @@ def encode_png(rgba: Any) -> bytes:
 
 def png_bytes(image: Image.Image) -> bytes:
     """:func:`encode_png` of a Pillow image (converted to RGBA)."""
-    import numpy as np
 
     return encode_png(np.asarray(image if image.mode == "RGBA" else image.convert("RGBA")))
 
@@ -235,7 +232,6 @@ _MATERIAL_COLOURS = {"wood": (196, 140, 74), "stone": (140, 140, 150), "ice": (1
 
 def render_color(source: StabilityResult | Level | str | bytes, *, size: int = 512) -> Image.Image:
     """A coloured picture for people: materials, pigs, TNT, ground line, destroyed blocks faded."""
-    from PIL import Image, ImageDraw
 
     if isinstance(source, StabilityResult):
         items = [

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from PIL import Image
+
 from worldforge import heavy
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
@@ -251,10 +254,9 @@ def _has_conv(model: Any) -> bool:
 
 
 def _hub_weights_digest(repo: str) -> str:
-    from huggingface_hub import try_to_load_from_cache
-
+    hub = heavy.huggingface_hub()
     for name in WEIGHT_FILES:
-        path = try_to_load_from_cache(repo, name)
+        path = hub.try_to_load_from_cache(repo, name)
         if isinstance(path, str) and Path(path).is_file():
             return digest_file(path)
     raise WorldForgeError(f"classifier {repo}: loaded, but its weights file is not in the local cache.")
@@ -338,8 +340,6 @@ class LetterClassifier:
         ``None`` unless equal values give equal outputs wherever they occur, as a per-value
         rescale/normalize must.
         """
-        import numpy as np
-        from PIL import Image
 
         per_image = width * height
         count = -(-256 // per_image)
@@ -377,8 +377,6 @@ class LetterClassifier:
             return self._checked[key]
 
     def _compare_with_processor(self, channels: int, size: tuple[int, int]) -> bool | None:
-        import numpy as np
-        from PIL import Image
 
         width, height = size
         rng = np.random.default_rng(20240422 + 7 * channels + width * 131 + height)
@@ -404,7 +402,6 @@ class LetterClassifier:
 
     @staticmethod
     def _same(mine: Any, theirs: Any) -> bool:
-        import numpy as np
 
         if mine.ndim == 2:
             mine = np.repeat(mine[:, :, None], 3, axis=2)
@@ -434,7 +431,6 @@ class LetterClassifier:
         shortcut applies when the processor config allows it and the check for the input's
         layout and size passed; its result equals the processor's on the RGB image.
         """
-        from PIL import Image
 
         values = getattr(image, "prepared_values", None)  # a worker prepared it from the render
         if values is not None:
@@ -487,7 +483,6 @@ class LetterClassifier:
                 pad = pixel_values.new_zeros((batch_size - real, *pixel_values.shape[1:]))
                 pixel_values = torch.cat([pixel_values, pad])
             return pixel_values
-        import numpy as np
 
         width, height = self._table.size
         batch = np.zeros((batch_size, height, width, 3), dtype=np.float32)

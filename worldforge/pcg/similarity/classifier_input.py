@@ -34,6 +34,7 @@ import zlib
 from typing import Any, NamedTuple
 
 import numpy as np
+from PIL import Image
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_CHANNELS = {0: 1, 2: 3, 6: 4}  # colour type -> bytes per pixel at bit depth 8
@@ -281,7 +282,6 @@ def _unfilter(body: Any, kinds: Any, new: Any, width: int, channels: int) -> Row
 
 def _image(pixels: Any) -> Any:
     """A Pillow image over an ``(h, w)`` or ``(h, w, c)`` uint8 array (shared memory for L, RGBX)."""
-    from PIL import Image
 
     if pixels.ndim == 3 and pixels.shape[2] == 1:
         pixels = pixels[:, :, 0]

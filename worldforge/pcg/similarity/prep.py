@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from worldforge.pcg.similarity.classifier_input import resize_rows, rows_from_array
 
 
@@ -51,7 +53,6 @@ def shortcut_values(
 ) -> Any:
     """float32 pixel values of ``rows`` via resize + value table: ``(h, w, 3)``, or ``(h, w)``
     when all three channels hold the same values (a grey image and a uniform table)."""
-    import numpy as np
 
     resized = resize_rows(rows, size, resample, split=split)
     if resized.ndim == 2 and uniform:

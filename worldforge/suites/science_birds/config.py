@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
+from rich.text import Text
+
 from worldforge.config import project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
@@ -226,8 +229,6 @@ def iter_progress_columns() -> Iterable[Any]:
     average since the first *processed* item (``task.fields["base"]`` holds the reused count),
     not rich's short-window speed estimate.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
-    from rich.text import Text
 
     def rate(task: Any) -> float | None:
         done = task.completed - task.fields.get("base", 0)

@@ -26,6 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+from PIL import Image
+
 from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
 from worldforge.core.errors import StageError, WorldForgeError
@@ -308,8 +311,6 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
 
 
 def _decode_png(png: bytes) -> Any:
-    import numpy as np
-    from PIL import Image
 
     with Image.open(io.BytesIO(png)) as img:
         return np.asarray(img.convert("RGBA"))
@@ -344,7 +345,6 @@ def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX, *, pixels: Any = No
 
     ``pixels``: the image's RGBA pixels when they are at hand (the same image as ``png``, which is
     lossless), so the PNG need not be decoded again."""
-    from PIL import Image
 
     with Image.fromarray(pixels, mode="RGBA") if pixels is not None else Image.open(io.BytesIO(png)) as img:
         small = (

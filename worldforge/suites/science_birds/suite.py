@@ -28,6 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import Progress
+
 from worldforge import __version__
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
@@ -279,9 +282,6 @@ def _evaluate_with(
     total = len(enumerate_items(models, config))
     started = time.perf_counter()
     if config.progress:
-        from rich.console import Console
-        from rich.progress import Progress
-
         with Progress(*iter_progress_columns(), console=Console(stderr=True), transient=False) as bar:
             task = bar.add_task("science-birds", total=total, base=0)
             reused = [0]
