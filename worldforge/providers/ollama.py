@@ -223,7 +223,6 @@ class OllamaProvider(BaseProvider):
         self.settings = settings
         self.name = f"ollama:{settings.model}"
         self._sleep = sleep
-        self._client: Any = None
         self._clients: dict[str, Any] = {}
         self._manifest: dict[str, Any] | None = None
         self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
@@ -243,7 +242,6 @@ class OllamaProvider(BaseProvider):
                     None if self._manifest is None else {**self._manifest, "settings": settings.identity()}
                 )
             self.settings = settings
-            self._client = None
             self._clients = {}
             self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
 
@@ -256,14 +254,10 @@ class OllamaProvider(BaseProvider):
     @property
     def client(self) -> Any:
         """The client of the first server (preflight, manifest)."""
-        if self._client is None:
-            self._client = self.client_for(self.settings.host)
-        return self._client
+        return self.client_for(self.settings.host)
 
     def client_for(self, host: str) -> Any:
         """One client per server (clients keep their connections); the first server's is ``client``."""
-        if host == self.settings.host and self._client is not None:
-            return self._client
         client = self._clients.get(host)
         if client is None:
             ollama = heavy.ollama()

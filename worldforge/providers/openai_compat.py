@@ -103,7 +103,6 @@ class OpenAICompatProvider(BaseProvider):
         self.settings = settings
         self.name = f"openai:{settings.model}"
         self._sleep = sleep
-        self._client: Any = None
         self._clients: dict[str, Any] = {}
         self._manifest: dict[str, Any] | None = None
         self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
@@ -122,7 +121,6 @@ class OpenAICompatProvider(BaseProvider):
             elif self._manifest is not None:
                 self._manifest = {**self._manifest, "settings": settings.identity()}
             self.settings = settings
-            self._client = None
             self._clients = {}
             self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
 
@@ -130,14 +128,10 @@ class OpenAICompatProvider(BaseProvider):
     @property
     def client(self) -> Any:
         """The client of the first server (preflight, manifest)."""
-        if self._client is None:
-            self._client = self.client_for(self.settings.base_url)
-        return self._client
+        return self.client_for(self.settings.base_url)
 
     def client_for(self, base_url: str) -> Any:
         """One client per server (clients keep their connections); the first server's is ``client``."""
-        if base_url == self.settings.base_url and self._client is not None:
-            return self._client
         client = self._clients.get(base_url)
         if client is None:
             openai = heavy.openai()
@@ -152,9 +146,10 @@ class OpenAICompatProvider(BaseProvider):
 
     def _scrub(self, text: str) -> str:
         """One line, bounded, and never the key (a server may echo request headers in errors)."""
-        key = getattr(self._client, "api_key", None)
-        if isinstance(key, str) and len(key) >= 4 and key != PLACEHOLDER_API_KEY:
-            text = text.replace(key, "***")
+        for client in self._clients.values():
+            key = getattr(client, "api_key", None)
+            if isinstance(key, str) and len(key) >= 4 and key != PLACEHOLDER_API_KEY:
+                text = text.replace(key, "***")
         line = " ".join(text.split())
         return line if len(line) <= 300 else line[:297] + "..."
 
