@@ -5,50 +5,7 @@ The score model is re-exported here, so ``from worldforge.pcg.scoring import sco
 working for code written before the package existed.
 """
 
-from worldforge.pcg.scoring.scores import (
-    DECIMAL_PLACES,
-    Arithmetic,
-    CharacterRow,
-    CharacterWeight,
-    CompetitionScores,
-    ExactArithmetic,
-    MultiModelScores,
-    ProgramData,
-    ProgramScore,
-    RankEntry,
-    Ranking,
-    TrialRow,
-    arithmetic,
-    combine_models,
-    is_baseline_name,
-    is_zero_shot_name,
-    rank_programs,
-    ranking_for,
-    score_competition,
-    to_fixed,
-    trial_index,
-)
+from worldforge.pcg.scoring import scores
+from worldforge.pcg.scoring.scores import *  # noqa: F403 - the face is the module's public API
 
-__all__ = [
-    "DECIMAL_PLACES",
-    "Arithmetic",
-    "CharacterRow",
-    "CharacterWeight",
-    "CompetitionScores",
-    "ExactArithmetic",
-    "MultiModelScores",
-    "ProgramData",
-    "ProgramScore",
-    "RankEntry",
-    "Ranking",
-    "TrialRow",
-    "arithmetic",
-    "combine_models",
-    "is_baseline_name",
-    "is_zero_shot_name",
-    "rank_programs",
-    "ranking_for",
-    "score_competition",
-    "to_fixed",
-    "trial_index",
-]
+__all__ = list(scores.__all__)
