@@ -38,17 +38,39 @@ def executor_names() -> list[str]:
     return sorted(EXECUTORS)
 
 
-def create_executor(name: str, workers: int, **options: Any) -> Executor:
-    """A started executor called ``name`` with ``workers`` workers (``WorldForgeError`` if unknown)."""
+def _target(name: str) -> str:
     target = EXECUTORS.get(name)
     if target is None:
         raise WorldForgeError(
             f"--executor: unknown executor {name!r}; choose one of {', '.join(executor_names())}."
         )
-    module_name, factory_name = target.split(":")
+    return target
+
+
+def create_executor(name: str, workers: int, **options: Any) -> Executor:
+    """A started executor called ``name`` with ``workers`` workers (``WorldForgeError`` if unknown)."""
+    module_name, factory_name = _target(name).split(":")
     factory = getattr(importlib.import_module(module_name), factory_name)
     executor: Executor = factory(workers, **options)
     return executor
+
+
+def executor_for(
+    name: str | None, workers: int, address: str | None = None, *, local_pool: bool = True
+) -> Executor | None:
+    """The executor ``--executor NAME`` (default ``local``) and ``--ray-address`` ask for.
+
+    ``local`` gives a started process pool when ``local_pool`` and ``workers`` > 1, else ``None``
+    (the caller works in its own process or starts pools as it goes); any other name is
+    :func:`create_executor` with the address. An address without a cluster executor is a usage error.
+    """
+    name = name or "local"
+    _target(name)
+    if name == "local":
+        if address:
+            raise WorldForgeError("--ray-address needs --executor ray.")
+        return create_executor(name, workers) if local_pool and workers > 1 else None
+    return create_executor(name, workers, address=address or None)
 
 
 __all__ = [
@@ -56,6 +78,7 @@ __all__ = [
     "NodeFuture",
     "auto_chunk",
     "create_executor",
+    "executor_for",
     "executor_names",
     "ordered_map",
     "parallelism",

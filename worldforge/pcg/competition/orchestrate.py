@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.paths import portable_path
-from worldforge.execution import create_executor, executor_names
+from worldforge.execution import executor_for
 from worldforge.execution.local import default_workers
 from worldforge.pcg.competition import scoring, stages
 from worldforge.pcg.competition.stages import Progress, list_teams
@@ -161,18 +161,12 @@ def stage_executor(name: str, address: str | None, workers: int | None) -> Itera
     """``None`` for ``local`` (each stage starts its own pool), a connected Ray executor for ``ray``.
 
     Neither enters the run config: where levels run does not change a single output byte."""
-    if name not in executor_names():
-        create_executor(name, 1)  # raises the registry's one-line error
-    if name == "local":
-        if address:
-            raise WorldForgeError("--ray-address needs --executor ray.")
-        yield None
-        return
-    pool = create_executor(name, workers or default_workers(), address=address)
+    pool = executor_for(name, workers or default_workers(), address, local_pool=False)
     try:
         yield pool
     finally:
-        pool.shutdown()
+        if pool is not None:
+            pool.shutdown()
 
 
 def run_stages(

@@ -41,8 +41,7 @@ from worldforge.evaluation.provenance import ProvenanceEnvelope
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationResult, EvaluationScenario
-from worldforge.execution import create_executor
-from worldforge.execution.local import start_pool
+from worldforge.execution import executor_for
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway, ReplaySource, load_replay, write_session
 from worldforge.pcg.programs.submission import SubmissionProgram
@@ -220,13 +219,8 @@ def evaluate(
 def _level_executor(config: SuiteConfig) -> Any:
     """Where the level stages run: this machine's pool (``workers`` > 1), or Ray when the
     ``executor`` option says so (``ray_address``, else ``RAY_ADDRESS``, else a private cluster)."""
-    name = str(config.options.get("executor") or "local")
-    if name == "local":
-        if config.options.get("ray_address"):
-            raise WorldForgeError("--ray-address needs --executor ray.")
-        return start_pool(config.workers) if config.workers > 1 else None
     address = config.options.get("ray_address")
-    return create_executor(name, config.workers, address=str(address) if address else None)
+    return executor_for(config.options.get("executor"), config.workers, str(address) if address else None)
 
 
 def _evaluate_with(
