@@ -56,6 +56,14 @@ def _suite_module(tmp_path: Path) -> Path:
 
             def needs_transfer():
                 return _suite("needs-transfer", _ok, ("transfer",))
+
+            def leaky():
+                return EvaluationSuite.custom(
+                    suite_id="leaky", name="leaky", suite_version="leaky:1",
+                    claim_boundary="reads Authorization: Bearer 9f8e7d6c5b4a3f2e1d0c from /home/alice/.env",
+                    scenarios=[EvaluationScenario.from_callable(
+                        name="only", description="api_key=sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x", evaluator=_ok)],
+                )
             """
         )
     )
@@ -119,6 +127,23 @@ def test_missing_capability_exits_2(tmp_path: Path) -> None:
         "Provider 'mock' cannot run evaluation suite 'needs-transfer': "
         "missing required capabilities: transfer." in result.stderr
     )
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json", "csv", "html"])
+def test_printed_report_is_sanitized_but_the_output_file_is_whole(tmp_path: Path, fmt: str) -> None:
+    module = _suite_module(tmp_path)
+    args = ["eval", "--suite", f"{module}:leaky", "--provider", "mock", "--format", fmt]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for secret in ("9f8e7d6c5b4a3f2e1d0c", "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x", "/home/alice"):
+        assert secret not in result.output
+    if fmt == "json":
+        boundary = json.loads(result.stdout)["claim_boundary"]
+        assert boundary.startswith("reads Authorization: Bearer [redacted]")
+    out = tmp_path / f"report.{fmt}"
+    assert runner.invoke(app, [*args, "--output", str(out)]).exit_code == 0
+    if fmt != "csv":  # CSV has no claim boundary column
+        assert "9f8e7d6c5b4a3f2e1d0c" in out.read_text()  # a file the user asked for stays here
 
 
 def test_fail_on_failure_exit_codes(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """``worldforge eval``, ``worldforge suites list`` and ``worldforge providers list``.
 
 ``eval`` resolves the suite (built-in, registered, entry point or ``module:attr``), checks every
-provider's capabilities before anything runs, renders the chosen format to stdout or ``--output``
-and, with ``--run-workspace``, records the run (items, provider events, every report format,
-summary) and prints the run id and the HTML report path to stderr. ``--fail-on-failure`` turns any
+provider's capabilities before anything runs, renders the chosen format to stdout (from the
+sanitized report payload, since terminals end up in CI logs) or ``--output`` and, with
+``--run-workspace``, records the run (items, provider events, every report format, summary) and
+prints the run id and the HTML report path to stderr. ``--fail-on-failure`` turns any
 failed scenario into exit code 1; bad suite/provider/capability names exit 2 with a hint.
 
 Only typer is imported at module level so ``worldforge --help`` stays fast.
@@ -22,6 +23,7 @@ from worldforge.cli._common import check_format, cli_errors, fail, format_option
 from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.io import atomic_write_text
+from worldforge.core.redact import sanitize_value
 
 FORMATS = ("markdown", "json", "csv", "html")
 LIST_FORMATS = ("table", "json")
@@ -207,14 +209,14 @@ def eval_command(
             )
         )
         report = outcome.report
-        rendered = render_report(report.to_dict(), fmt)
-        if output is not None:
-            atomic_write_text(output, rendered)
+        if output is not None:  # a file the user asked for, like the run's own reports: kept whole
+            atomic_write_text(output, render_report(report.to_dict(), fmt))
             print(f"wrote {output}", file=sys.stderr)
-        else:
+        else:  # terminals end up in CI logs: printed from the sanitized payload, as bundles render
+            rendered = render_report(sanitize_value(report.to_dict()), fmt)
             sys.stdout.write(rendered if rendered.endswith("\n") else rendered + "\n")
             sys.stdout.flush()
-        if outcome.run_id is not None:
+        if outcome.run_id is not None:  # where to open it on this machine: the path is the message
             print(f"run {outcome.run_id} completed: {outcome.html_path}", file=sys.stderr)
         failed = len(report.failed_results)
         if fail_on_failure and failed:

@@ -10,7 +10,8 @@ A bundle is a directory (optionally also a zip) with:
 * ``inputs/…`` and ``budgets/…`` — the input fixtures the runs read (when unchanged since the run)
   and each benchmark run's preset and budget (see :mod:`worldforge.evidence.inputs`);
 * ``summary.md`` (and ``issue.md`` for a single-run issue bundle);
-* ``evidence_manifest.json`` — every file with source and bundled sha256, size, included,
+* ``evidence_manifest.json`` — every file with source and bundled sha256 (the source digest is
+  withheld for a file the bundle holds redacted: see :mod:`worldforge.evidence.withhold`), size, included,
   safe_to_attach and reason, the redaction ledger (rule, file, line, count — never the secret),
   ``fixture_digests`` (every recorded input file of every run: name, path, sha256, size, and where
   the bundle holds it), and a ``bundle_digest`` over the included files.
@@ -42,6 +43,7 @@ from worldforge.evidence.files import clean_file, rerender_reports
 from worldforge.evidence.gate import GateFinding, gate_record, scan_bundle_dir, scan_zip
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
+from worldforge.evidence.withhold import WITHHELD, strip_digests, withhold
 from worldforge.workspace.layout import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, load_manifest, read_invocation
 from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
@@ -93,6 +95,7 @@ class _Builder:
         self.paths: set[str] = set()
         self.memo: dict[str, str] = {}  # sanitized strings shared by every file of this bundle
         self.written: dict[str, bytes] = {}  # what was written, by bundle path, for the gate
+        self.sources: dict[str, bytes] = {}  # the original bytes of every file the bundle holds
 
     def add_bytes(
         self,
@@ -134,9 +137,29 @@ class _Builder:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(out)  # the staging directory is renamed into place as a whole
             self.written[bundle_path] = out
+            self.sources[bundle_path] = data
         self.files.append(record)
         self.paths.add(bundle_path)
         return out
+
+    def withhold_oracles(self) -> set[str]:
+        """Take out every digest of an original the bundle holds only redacted (see ``withhold``).
+
+        Rewrites the affected files and records, and marks each file whose bundled bytes differ
+        from its source with a withheld source digest and size (the size would give a secret's
+        length). Returns the withheld digests, for the files generated afterwards.
+        """
+        changes, withheld = withhold(self.sources, {p: self.written[p] for p in self.sources})
+        for path, data in changes.items():
+            (self.output_dir / path).write_bytes(data)
+            self.written[path] = data
+        for record in self.files:
+            path = record["path"]
+            if path in changes:
+                record.update(sha256=digest_bytes(self.written[path]), size=len(self.written[path]))
+            if path in self.sources and self.written[path] != self.sources[path]:
+                record.update(source_sha256=WITHHELD, source_size=None)
+        return withheld
 
     def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
         """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
@@ -297,6 +320,7 @@ def build_bundle(
                 builder.add_bytes(copy.bundle_path, copy.source, copy.kind, copy.data)
             else:
                 builder.add_excluded(copy.bundle_path, copy.source, copy.kind, copy.data, copy.reason)
+    withheld = builder.withhold_oracles()
     source_date = _source_date(manifests)
     summary = summary_md(stories, builder.files, builder.redactions, source_date, fixture_digests)
     generated = [("summary.md", summary)]
@@ -305,7 +329,7 @@ def build_bundle(
     for name, raw_text in generated:
         text, ledger = sanitize_with_ledger(raw_text, name)
         builder.redactions.extend(entry.to_dict() for entry in ledger)
-        data = text.encode("utf-8")
+        data = strip_digests(text.encode("utf-8"), withheld)
         (out / name).write_bytes(data)
         builder.written[name] = data
         record = _not_included(name, "generated", "summary", data)
@@ -333,6 +357,8 @@ def build_bundle(
         manifest_payload["issue_template"] = "issue.md"
         manifest_payload["first_triage_step"] = stories[0]["first_triage_step"]
     manifest_payload = sanitize_value(manifest_payload)  # the manifest leaves the machine too
+    if withheld:  # the fixture list names input files by digest, redacted copies included
+        manifest_payload = json.loads(strip_digests(pretty_json(manifest_payload).encode("utf-8"), withheld))
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
     known = KnownValues.from_environment()
     findings = scan_bundle_dir(out, known, builder.written)
@@ -455,7 +481,8 @@ def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
                 run_manifest = {}
             recorded = {a["path"]: a["sha256"] for a in run_manifest.get("artifacts") or []}
             for rel in sorted(changed):
-                if rel in recorded and files[prefix + rel]["source_sha256"] != recorded[rel]:
+                source_digest = files[prefix + rel]["source_sha256"]
+                if rel in recorded and source_digest not in (WITHHELD, recorded[rel]):
                     report.add(
                         "source-digest-mismatch",
                         prefix + rel,
