@@ -66,13 +66,20 @@ def preimage_digests(path: str, source: bytes, bundled: bytes) -> set[str]:
     return found
 
 
+def _strip_hexes(data: bytes, hexes: set[bytes]) -> bytes:
+    marker = WITHHELD.encode("ascii")
+    return _HEX_DIGEST.sub(lambda m: marker if m.group(1) in hexes else m.group(0), data)
+
+
+def _hexes(digests: set[str]) -> set[bytes]:
+    return {d.removeprefix("sha256:").encode("ascii") for d in digests}
+
+
 def strip_digests(data: bytes, withheld: set[str]) -> bytes:
     """``data`` with every withheld digest (with or without its ``sha256:`` prefix) replaced."""
     if not withheld or not _HEX_DIGEST.search(data):
         return data
-    hexes = {d.removeprefix("sha256:").encode("ascii") for d in withheld}
-    marker = WITHHELD.encode("ascii")
-    return _HEX_DIGEST.sub(lambda m: marker if m.group(1) in hexes else m.group(0), data)
+    return _strip_hexes(data, _hexes(withheld))
 
 
 def withhold(sources: dict[str, bytes], written: dict[str, bytes]) -> tuple[dict[str, bytes], set[str]]:
@@ -82,18 +89,28 @@ def withhold(sources: dict[str, bytes], written: dict[str, bytes]) -> tuple[dict
     ``written`` maps every bundle path to the bytes written so far. Returns the files whose bytes
     must change (path → new bytes) and the set of withheld digests, to be taken out of the generated
     files (evidence manifest, summary) too. Runs to a fixed point, since taking a digest out of a
-    file changes that file in turn.
+    file changes that file in turn; each round looks again only at the files it changed and strips
+    only the digests it newly found, so a bundle without redactions costs one comparison per file.
     """
     current = dict(written)
     withheld: set[str] = set()
-    while True:  # ends: ``withheld`` only grows, within the finite digests of the sources' parts
-        found = set(withheld)
-        for path, source in sources.items():
-            found |= preimage_digests(path, source, current[path])
-        if found == withheld:
+    pending = [path for path in sources if sources[path] != current[path]]
+    while pending:  # ends: ``withheld`` grows every round, within the sources' finite parts
+        found: set[str] = set()
+        for path in pending:
+            found |= preimage_digests(path, sources[path], current[path])
+        found -= withheld
+        if not found:
             break
-        withheld = found
-        current = {path: strip_digests(data, withheld) for path, data in current.items()}
+        withheld |= found
+        hexes = _hexes(found)
+        pending = []
+        for path, data in current.items():
+            stripped = _strip_hexes(data, hexes)
+            if stripped != data:
+                current[path] = stripped
+                if path in sources:
+                    pending.append(path)
     return {p: d for p, d in current.items() if d != written[p]}, withheld
 
 
