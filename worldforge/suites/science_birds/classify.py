@@ -88,6 +88,11 @@ class ItemClassifier:
         rebuilt there (by its spec); any other classifier object stays in this process."""
         self._executor = executor if isinstance(self.classifier, Classifier) else None
 
+    def warm(self) -> None:
+        """Start the actors now (they load the classifier while the first chunks are generated and
+        simulated, instead of when the first images arrive); nothing without actors."""
+        self._pool()
+
     def _pool(self) -> StatefulPool | None:
         if self.pool is None and self._executor is not None:
             self.pool = stateful_pool(self._executor, actor_classifier, self.classifier.spec)

@@ -250,6 +250,8 @@ class ItemRunner:
                     progress(1, True)
                 continue
             pending.append((key, seed, digest))
+        if pending:
+            self.classifier_stage.warm()
         # Pipelined: while the pool simulates chunk i, this process generates chunk i+1; trials on
         # model servers start two chunks ahead; classifier actors may hold several chunks at once.
         step = self.config.chunk_size
