@@ -37,6 +37,11 @@ def counting_classifier(spec: str | None) -> object:
     return actor_classifier(spec)
 
 
+def actor_env_value(_state: object, name: str) -> str | None:
+    """Runs in an actor: what it sees of an environment variable."""
+    return os.environ.get(name)
+
+
 def classifier_loads(_state: object) -> int:
     """Runs in a classifier actor: how often this worker process loaded a classifier."""
     return _LOADS[0]

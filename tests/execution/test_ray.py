@@ -1,6 +1,7 @@
 """The Ray executor on a real two-node cluster (loopback, one CPU per node): the folder stages and
-the suite give the bytes and digests of a local run, a worker node killed mid-run changes nothing,
-and the driver's secrets never reach a worker. Without Ray installed, a one-line error names the
+the suite give the bytes and digests of a local run, classifier actors load the model once and give
+the local vectors whatever the batches, a worker node killed mid-run (while simulating or while
+classifying) changes nothing, and the driver's secrets never reach a worker or an actor. Without Ray installed, a one-line error names the
 extra; ``import worldforge`` never imports ray."""
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.ray_cluster import LocalRayCluster, classifier_loads, counting_classifier, env_value
+from tests.ray_cluster import (
+    LocalRayCluster,
+    actor_env_value,
+    classifier_loads,
+    counting_classifier,
+    env_value,
+)
 from worldforge.cli.app import app
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import WorldForgeError
@@ -201,12 +208,14 @@ def test_classifier_actors_load_once_and_match_local_vectors(ray_executor: Any) 
         futures = [pool.submit(classify_batch, identity, [(png, None) for png in b], True) for b in batches]
         results = [f.result() for f in futures]
         loads = [f.result() for f in [pool.submit(classifier_loads) for _ in range(4)]]
+        secrets = [f.result() for f in [pool.submit(actor_env_value, "OPENAI_API_KEY") for _ in range(2)]]
     finally:
         pool.shutdown()
     assert results[0] + results[1] == expected
     assert results[2] == expected[3:9] and results[3] == expected[:1]
     assert len({f.node for f in futures}) == 2  # the actors sit on both nodes
     assert loads == [1, 1, 1, 1]  # each actor loaded the classifier once, whatever it served
+    assert os.environ["OPENAI_API_KEY"] == SECRET and secrets == ["", ""]  # actors get the blanked env
 
 
 def _level_pngs(n: int) -> list[bytes]:
