@@ -26,6 +26,27 @@ def env_value(name: str) -> str | None:
     return os.environ.get(name)
 
 
+_LOADS = [0]
+
+
+def counting_classifier(spec: str | None) -> object:
+    """Runs in a classifier actor: loads the classifier, counting loads in this worker process."""
+    from worldforge.suites.science_birds.classify import actor_classifier
+
+    _LOADS[0] += 1
+    return actor_classifier(spec)
+
+
+def actor_env_value(_state: object, name: str) -> str | None:
+    """Runs in an actor: what it sees of an environment variable."""
+    return os.environ.get(name)
+
+
+def classifier_loads(_state: object) -> int:
+    """Runs in a classifier actor: how often this worker process loaded a classifier."""
+    return _LOADS[0]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,6 +1,7 @@
 """The Ray executor on a real two-node cluster (loopback, one CPU per node): the folder stages and
-the suite give the bytes and digests of a local run, a worker node killed mid-run changes nothing,
-and the driver's secrets never reach a worker. Without Ray installed, a one-line error names the
+the suite give the bytes and digests of a local run, classifier actors load the model once and give
+the local vectors whatever the batches, a worker node killed mid-run (while simulating or while
+classifying) changes nothing, and the driver's secrets never reach a worker or an actor. Without Ray installed, a one-line error names the
 extra; ``import worldforge`` never imports ray."""
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.ray_cluster import LocalRayCluster, env_value
+from tests.ray_cluster import (
+    LocalRayCluster,
+    actor_env_value,
+    classifier_loads,
+    counting_classifier,
+    env_value,
+)
 from worldforge.cli.app import app
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import WorldForgeError
@@ -172,6 +179,104 @@ def test_suite_on_ray_gives_the_local_digest(
     nodes = {e["payload"]["item_id"]: e["payload"]["node"] for e in events if e.get("type") == "item.node"}
     assert set(nodes) == set(records) and len(set(nodes.values())) == 2
     assert not any(node in json.dumps(rec) for node in set(nodes.values()) for rec in records.values())
+    # the images were classified in the classifier actors (one per node), not on the driver
+    classified = _classify_nodes(events)
+    assert set(classified) == {iid for iid, rec in records.items() if rec.get("image")}
+    assert set(classified.values()) <= set(nodes.values())
+
+
+def _classify_nodes(events: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        e["payload"]["item_id"]: e["payload"]["node"] for e in events if e.get("type") == "item.classify_node"
+    }
+
+
+@pytest.mark.slow
+def test_classifier_actors_load_once_and_match_local_vectors(ray_executor: Any) -> None:
+    from worldforge.suites.science_birds.classify import classify_batch
+    from worldforge.suites.science_birds.config import Classifier
+
+    images = _level_pngs(12)
+    local = Classifier(None)
+    expected = local.classify(images, True)
+    pool = ray_executor.actor_pool(counting_classifier, None)
+    try:
+        assert pool.size == 2  # one per node
+        # batches of different sizes and companions: vectors are batch-independent by design
+        batches = [images[:5], images[5:], images[3:9], images[:1]]
+        identity = local.identity()
+        futures = [pool.submit(classify_batch, identity, [(png, None) for png in b], True) for b in batches]
+        results = [f.result() for f in futures]
+        loads = [f.result() for f in [pool.submit(classifier_loads) for _ in range(4)]]
+        secrets = [f.result() for f in [pool.submit(actor_env_value, "OPENAI_API_KEY") for _ in range(2)]]
+    finally:
+        pool.shutdown()
+    assert results[0] + results[1] == expected
+    assert results[2] == expected[3:9] and results[3] == expected[:1]
+    assert len({f.node for f in futures}) == 2  # the actors sit on both nodes
+    assert loads == [1, 1, 1, 1]  # each actor loaded the classifier once, whatever it served
+    assert os.environ["OPENAI_API_KEY"] == SECRET and secrets == ["", ""]  # actors get the blanked env
+
+
+def _level_pngs(n: int) -> list[bytes]:
+    from worldforge.pcg.levels.glyphs import letter_program
+    from worldforge.pcg.sim.pipeline import run_program
+
+    pngs = [run_program(letter_program(chr(65 + i % 26), 7 + i)).png for i in range(n)]
+    assert all(pngs)
+    return [png for png in pngs if png is not None]
+
+
+@pytest.mark.slow
+def test_killing_a_node_while_classifying_changes_nothing(
+    tmp_path: Path, cluster: LocalRayCluster, ray_executor: Any
+) -> None:
+    import json
+
+    import ray
+
+    from worldforge.forge import WorldForge
+    from worldforge.suites.science_birds.suite import evaluate
+    from worldforge.workspace import start_run
+
+    base = {"programs": ["zero-shot"], "characters": "A-H", "trials": 2, "progress": False, "chunk_size": 2}
+    local = evaluate(["mock:qwen"], forge=WorldForge(), options={**base, "workers": 1})
+    ray_opts = {**base, "executor": "ray", "ray_address": cluster.address}
+    killed_after: list[dict[str, str]] = []
+    worker_node: list[str] = []
+    with start_run(tmp_path / "ws", kind="evaluation", argv=["test"], config=ray_opts) as run:
+        record_item = run.record_item
+        events_path = run.dir / "events.jsonl"
+
+        def record_then_kill(item_id: str, digest: str, record: Any) -> None:
+            record_item(item_id, digest, record)
+            if len(run.completed_items()) == 4:  # two chunks recorded, the others in flight
+                events = [json.loads(line) for line in events_path.read_text().splitlines()]
+                killed_after.append(_classify_nodes(events))
+                worker_node.extend(  # the worker node (the head is the other)
+                    n["NodeID"]
+                    for n in ray.nodes()
+                    if n["Alive"] and "node:__internal_head__" not in n["Resources"]
+                )
+                cluster.kill_worker()
+
+        run.record_item = record_then_kill  # type: ignore[method-assign]
+        try:
+            remote = evaluate(["mock:qwen"], forge=WorldForge(), options=ray_opts, run=run)
+        finally:
+            cluster.add_worker()
+        records = run.completed_items()
+        events = [json.loads(line) for line in events_path.read_text().splitlines()]
+        run.complete({"result_digest": remote.provenance.result_digest})
+    assert killed_after, "the worker node should have been killed mid-run"
+    before = killed_after[0]
+    assert len(set(before.values())) == 2, "both nodes' actors should have classified before the kill"
+    (killed,) = worker_node
+    assert killed in before.values()  # the killed node's actor was classifying
+    last = list(records)[-2:]  # the last chunk, generated after the kill: on the node that survived
+    assert {_classify_nodes(events)[iid] for iid in last} == set(before.values()) - {killed}
+    assert len(records) == 16
+    assert remote.provenance.result_digest == local.provenance.result_digest
 
 
 @pytest.mark.slow

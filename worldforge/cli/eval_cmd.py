@@ -146,11 +146,15 @@ def eval_command(
         None,
         "--max-connections",
         min=1,
-        help="science-birds: requests in flight per model server (default 4); a failing server is "
-        "left out for a while and its requests go to the others.",
+        help="science-birds: requests in flight per model server (default 4; trials run as many at "
+        "once as all servers take); a failing server is left out for a while and its requests go to "
+        "the others.",
     ),
     executor: str | None = typer.Option(
-        None, "--executor", help="science-birds: where level stages run: local (default) or ray."
+        None,
+        "--executor",
+        help="science-birds: where level stages run: local (default) or ray (also classifies in "
+        "one classifier actor per node).",
     ),
     ray_address: str | None = typer.Option(
         None, "--ray-address", help="science-birds: Ray cluster address (default: RAY_ADDRESS)."

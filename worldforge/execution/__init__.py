@@ -10,7 +10,9 @@ nothing when unused.
 Results never depend on the executor: a work unit is a plain function of plain values that returns
 a plain value and never touches the run workspace; the driver consumes results by item
 (:func:`ordered_map` keeps input order whatever the completion order) and alone writes files,
-records and events.
+records and events. Work that needs an expensive state (a model's weights) goes to
+:func:`stateful_pool`: executors that can keep workers alive (Ray actors) build the state once per
+worker; the others leave it to the caller's process.
 
 Untrusted submission code runs elsewhere in this package: :mod:`.sandbox` (bubblewrap around warm
 trial hosts, :mod:`.trial_host`) and :mod:`.environments` (per-submission Python environments).
@@ -23,7 +25,14 @@ from concurrent.futures import Executor
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
-from worldforge.execution.base import NodeFuture, auto_chunk, ordered_map, parallelism
+from worldforge.execution.base import (
+    NodeFuture,
+    StatefulPool,
+    auto_chunk,
+    ordered_map,
+    parallelism,
+    stateful_pool,
+)
 
 #: Executor name -> ``module:factory``.
 EXECUTORS: dict[str, str] = {
@@ -82,4 +91,6 @@ __all__ = [
     "executor_names",
     "ordered_map",
     "parallelism",
+    "StatefulPool",
+    "stateful_pool",
 ]

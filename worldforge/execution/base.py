@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -14,6 +14,26 @@ class NodeFuture(Future[Any]):
     """A future that also says which machine ran its unit (``node``: informational, never digested)."""
 
     node: str | None = None
+
+
+class StatefulPool(Protocol):
+    """Workers that each build an expensive state once (a model's weights) and then serve many
+    calls: ``submit(fn, *args)`` runs ``fn(state, *args)`` in one of them. An executor that can host
+    such workers offers ``actor_pool(factory, *args, count=None)``; the ``local`` pool does not (its
+    callers keep the state in their own process)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
+
+    def shutdown(self) -> None: ...
+
+
+def stateful_pool(executor: Executor | None, factory: Callable[..., Any], *args: Any) -> StatefulPool | None:
+    """The executor's pool of ``factory(*args)`` holders, or ``None`` when it offers none."""
+    make = getattr(executor, "actor_pool", None)
+    return make(factory, *args) if callable(make) else None
 
 
 def parallelism(executor: Executor | None) -> int:
@@ -72,4 +92,4 @@ def auto_chunk(n_jobs: int, workers: int, *, most: int = 16) -> int:
     return max(1, min(most, n_jobs // max(1, workers * 4)))
 
 
-__all__ = ["NodeFuture", "auto_chunk", "ordered_map", "parallelism"]
+__all__ = ["NodeFuture", "StatefulPool", "auto_chunk", "ordered_map", "parallelism", "stateful_pool"]

@@ -17,11 +17,18 @@ Design points:
   capped object store (about 200 MB): units carry kilobytes, not gigabytes.
 * Each task reports the node it ran on; :class:`~worldforge.execution.base.NodeFuture` carries it
   to the driver, which may log it (informational, never digested).
+* Work that needs an expensive state (a classifier's weights) runs in long-lived actors
+  (:meth:`RayExecutor.actor_pool`, one per node): each builds its state once, then serves many
+  batches. Actors reserve no CPU, so they never starve the stage tasks of a small cluster (on a
+  one-CPU node an actor holding the CPU would leave no room for any task); an actor lost with its
+  node is started again on another node (rebuilding its state) and its unfinished calls are sent
+  there, as Ray retries tasks.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -29,7 +36,7 @@ from typing import Any
 from worldforge import heavy
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact.keys import is_sensitive_key
-from worldforge.execution.base import NodeFuture
+from worldforge.execution.base import NodeFuture, StatefulPool
 
 EXTRA_HINT = "--executor ray needs the optional Ray dependency: pip install 'worldforge[distributed]'."
 #: Object store of a cluster this process starts itself (bytes): units and results are small.
@@ -58,6 +65,133 @@ def _run_unit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
 
     node = ray.get_runtime_context().get_node_id()
     return node, fn(*args, **kwargs)
+
+
+def alive_node_ids(ray: Any) -> list[str]:
+    """Ids of the cluster's nodes that are up now, in Ray's order."""
+    return [str(node["NodeID"]) for node in ray.nodes() if node.get("Alive")]
+
+
+class _Holder:
+    """A Ray actor's body: ``factory(*args)`` built once, then ``fn(state, *args)`` per call."""
+
+    def __init__(self, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self._state = factory(*args)
+
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
+        node = heavy.ray().get_runtime_context().get_node_id()
+        return node, fn(self._state, *args)
+
+
+def _forward(ref: Any, out: NodeFuture, done: Callable[[str], None]) -> None:
+    """Resolve ``out`` from the ``(node, value)`` a Ray reference yields; ``done(node)`` on success."""
+
+    def _done(inner: Future[Any]) -> None:
+        try:
+            node, value = inner.result()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            out.set_exception(exc)
+            return
+        out.node = node
+        done(node)
+        out.set_result(value)
+
+    ref.future().add_done_callback(_done)
+
+
+class ActorPool:
+    """``count`` Ray actors holding ``factory(*args)``, one per node in turn; :meth:`submit` sends a
+    call to the actor with the fewest calls in flight (ties: the next in turn). Results are futures,
+    never ordered by completion, so the caller consumes them by item as with tasks.
+
+    Each actor is pinned to its node: Ray's SPREAD does not spread actors that reserve no CPU (both
+    landed on one node of two), and a "soft" node affinity was not honoured either. A pinned actor
+    cannot be restarted elsewhere, so the pool does it: a call whose actor died (its node was lost)
+    gets a new actor on a node that is up (which builds its state again) and is sent there, up to
+    ``TASK_RETRIES`` times per call. An error raised by the call itself is returned, not retried.
+    """
+
+    def __init__(self, ray: Any, factory: Callable[..., Any], args: tuple[Any, ...], count: int) -> None:
+        self._ray = ray
+        self._factory = factory
+        self._args = args
+        self._class = ray.remote(num_cpus=0, max_restarts=0)(_Holder)
+        self._affinity = heavy.load("ray.util.scheduling_strategies").NodeAffinitySchedulingStrategy
+        nodes = alive_node_ids(ray) or [""]
+        self._placed = [nodes[i % len(nodes)] for i in range(max(1, count))]
+        self._actors = [self._start(node) for node in self._placed]
+        self._busy = [0] * len(self._actors)
+        self._turn = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self.nodes: dict[str, int] = {}
+        #: Actors started again after theirs died (informational).
+        self.replaced = 0
+
+    def _start(self, node: str) -> Any:
+        strategy = self._affinity(node, soft=False) if node else "SPREAD"
+        return self._class.options(scheduling_strategy=strategy).remote(self._factory, self._args)
+
+    @property
+    def size(self) -> int:
+        return len(self._actors)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
+        out = NodeFuture()
+        self._send(out, fn, args, TASK_RETRIES)
+        return out
+
+    def _send(self, out: NodeFuture, fn: Callable[..., Any], args: tuple[Any, ...], retries: int) -> None:
+        with self._lock:
+            n = len(self._actors)
+            index = min(range(n), key=lambda i: (self._busy[i], (i - self._turn) % n))
+            self._turn = (index + 1) % n
+            self._busy[index] += 1
+            handle = self._actors[index]
+        actor_died = self._ray.exceptions.RayActorError
+
+        def _done(inner: Future[Any]) -> None:
+            with self._lock:
+                self._busy[index] -= 1
+            try:
+                node, value = inner.result()
+            except actor_died as exc:
+                if retries > 0 and not self._closed:
+                    self._replace(index, handle)
+                    self._send(out, fn, args, retries - 1)
+                else:
+                    out.set_exception(exc)
+                return
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+                out.set_exception(exc)
+                return
+            out.node = node
+            self.nodes[node] = self.nodes.get(node, 0) + 1
+            out.set_result(value)
+
+        handle.call.remote(fn, args).future().add_done_callback(_done)
+
+    def _replace(self, index: int, dead: Any) -> None:
+        """A new actor for slot ``index`` on the node that is up with the fewest of this pool's."""
+        with self._lock:
+            if self._actors[index] is not dead or self._closed:
+                return  # another call already replaced it
+            up = [n for n in alive_node_ids(self._ray) if n != self._placed[index]] or [""]
+            node = min(up, key=lambda n: (self._placed.count(n), up.index(n)))
+            self._placed[index] = node
+            self._actors[index] = self._start(node)
+            self.replaced += 1
+
+    def shutdown(self) -> None:
+        """End the actors (their state goes with them)."""
+        with self._lock:
+            self._closed = True
+            actors, self._actors = self._actors, []
+        for handle in actors:
+            try:
+                self._ray.kill(handle)
+            except Exception:  # noqa: BLE001 - an actor already gone is what we want
+                pass
 
 
 class RayExecutor(Executor):
@@ -108,21 +242,21 @@ class RayExecutor(Executor):
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        ref = self._remote.remote(fn, args, kwargs)
         out = NodeFuture()
 
-        def _done(inner: Future[Any]) -> None:
-            try:
-                node, value = inner.result()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-                out.set_exception(exc)
-                return
-            out.node = node
+        def _count(node: str) -> None:
             self.nodes[node] = self.nodes.get(node, 0) + 1
-            out.set_result(value)
 
-        ref.future().add_done_callback(_done)
+        _forward(self._remote.remote(fn, args, kwargs), out, _count)
         return out
+
+    def alive_nodes(self) -> int:
+        """Nodes of the cluster that are up now (at least 1)."""
+        return max(1, len(alive_node_ids(self._ray)))
+
+    def actor_pool(self, factory: Callable[..., Any], *args: Any, count: int | None = None) -> StatefulPool:
+        """Long-lived actors each holding ``factory(*args)`` (default: one per node that is up)."""
+        return ActorPool(self._ray, factory, args, count or self.alive_nodes())
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         if self._owns and self._ray.is_initialized():
@@ -136,4 +270,4 @@ def start_ray(workers: int, *, address: str | None = None) -> RayExecutor:
     return RayExecutor(address=address, workers=workers)
 
 
-__all__ = ["EXTRA_HINT", "LOCAL_OBJECT_STORE_BYTES", "RayExecutor", "scrubbed_env", "start_ray"]
+__all__ = ["EXTRA_HINT", "ActorPool", "LOCAL_OBJECT_STORE_BYTES", "RayExecutor", "scrubbed_env", "start_ray"]

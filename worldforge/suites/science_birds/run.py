@@ -1,12 +1,14 @@
 """Running the Science Birds items: generation, level stages, classification, records.
 
 The unit of work is an *item* = (model, program, letter, trial). Items are processed in fixed-size
-chunks: generate the replies (each trial's chat turns go through the recording gateway, which asks
-the provider through the forge, so every exchange lands in the item record and provider events and
-exchanges reach the run's event log), run the CPU-bound level stages in a process pool, classify
-the images in one batch, then record one JSON item per unit in the run workspace. A killed run
-therefore loses at most the chunks in flight, and ``worldforge runs resume`` skips every recorded
-item whose input digest still matches.
+chunks: generate the replies (:mod:`.generate`: each trial's chat turns go through the recording
+gateway, which asks the provider through the forge, so every exchange lands in the item record and
+provider events and exchanges reach the run's event log; trials on model servers run several at
+once), run the CPU-bound level stages in a process pool or on Ray, classify the images in one batch
+(:mod:`.classify`: here, or in classifier actors while later chunks proceed), then record one JSON
+item per unit in the run workspace, always in item order. A killed run therefore loses at most the
+chunks in flight, and ``worldforge runs resume`` skips every recorded item whose input digest still
+matches.
 
 Everything that enters a record is JSON-native and free of timings, and the scores are always
 recomputed *from the records* (never from in-memory floats), so a resumed run and an uninterrupted
@@ -17,48 +19,37 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
-from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.execution.local import start_pool
-from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program
-from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
-from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.providers.mock import MockProvider
 from worldforge.providers.mock_letters import letter_program_lines, prime
-from worldforge.providers.ollama import (
-    TRIAL_TIME_LIMIT_S,
-    TRIAL_TOKEN_LIMIT,
-    ChatTrial,
-    TrialTranscript,
-    trial_seed,
-)
+from worldforge.providers.ollama import trial_seed
+from worldforge.suites.science_birds.classify import ItemClassifier, PendingVectors, Vectors
 from worldforge.suites.science_birds.config import (
     Classifier,
     ItemKey,
     SuiteConfig,
     enumerate_items,
 )
+from worldforge.suites.science_birds.generate import Generator, Job, PendingReplies
 from worldforge.suites.science_birds.stages import (
     LevelJob,
     StageCache,
-    reply_preview,
     run_level_stages,
-    screen_reply,
     stage_versions,
     thumbnail_data_uri,
 )
-from worldforge.suites.science_birds.submissions import submission_item
 
 
 @dataclass
@@ -79,10 +70,20 @@ class RunState:
 class _ChunkWork:
     """A chunk in flight: its keys, generated replies and the pending level-stage outcomes."""
 
-    chunk: list[tuple[ItemKey, int, str]]
+    chunk: list[Job]
     generated: list[dict[str, Any]]
     futures: list[Future[dict[str, Any]]]
     outcomes: list[dict[str, Any]]
+
+
+@dataclass
+class _Classifying:
+    """A chunk whose level stages are done and whose images are being classified."""
+
+    work: _ChunkWork
+    levels: dict[str, dict[str, Any]]
+    pngs: dict[str, bytes]
+    vectors: PendingVectors
 
 
 _WORKER_CACHES: dict[str, StageCache] = {}
@@ -149,6 +150,22 @@ class ItemRunner:
         #: Level images by artifact path when there is no run workspace to write them to.
         self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
+        self.generator = Generator(
+            config,
+            forge,
+            self.models,
+            gateway=gateway,
+            cache=cache,
+            model_identities=self.model_identities,
+            submissions=submissions,
+        )
+        #: Vectors per item, in this process or in the executor's classifier actors.
+        self.classifier_stage = ItemClassifier(
+            classifier,
+            cache,
+            embedding=config.diversity_vector == "embedding",
+            single_thread=config.workers > 1,
+        )
         self._prep: Any = None
         self._prep_known = False
 
@@ -197,11 +214,19 @@ class ItemRunner:
             if executor is None and self.config.workers > 1:
                 executor = own = start_pool(self.config.workers)
             # The gateway's server thread starts after the pool has forked and stops with the items.
+            self.classifier_stage.use_executor(executor)
             with self.gateway if self.gateway is not None else contextlib.nullcontext():
-                return self._run_keys(keys, executor, progress)
+                try:
+                    return self._run_keys(keys, executor, progress)
+                finally:
+                    self._close_workers()
         finally:
             if own is not None:
                 own.shutdown(cancel_futures=True)
+
+    def _close_workers(self) -> None:
+        self.generator.close()
+        self.classifier_stage.close()
 
     def _run_keys(
         self, keys: list[ItemKey], executor: Executor | None, progress: Callable[..., None] | None
@@ -212,7 +237,7 @@ class ItemRunner:
             completed = getattr(self.run, "completed_items", None)
             done = completed() if callable(completed) else {}
         records: dict[str, dict[str, Any]] = {}
-        pending: list[tuple[ItemKey, int, str]] = []
+        pending: list[Job] = []
         for key in keys:
             program = self.programs[key.program]
             seed = trial_seed(self.config.master_seed, key.program, key.letter, key.trial)
@@ -225,22 +250,34 @@ class ItemRunner:
                     progress(1, True)
                 continue
             pending.append((key, seed, digest))
-        # Pipelined: while the pool simulates chunk i, this process generates chunk i+1.
+        if pending:
+            self.classifier_stage.warm()
+        # Pipelined: while the pool simulates chunk i, this process generates chunk i+1; trials on
+        # model servers start two chunks ahead; classifier actors may hold several chunks at once.
         step = self.config.chunk_size
         previous: _ChunkWork | None = None
         chunks = [pending[start : start + step] for start in range(0, len(pending), step)]
         prefetch: dict[int, list[Future[Any]]] = {}
+        replies: dict[int, PendingReplies] = {}
+        classifying: deque[_Classifying] = deque()
         for index in range(min(2, len(chunks))):
             prefetch[index] = self._prefetch(chunks[index], executor)
+            replies[index] = self.generator.start(chunks[index])
         for index, chunk in enumerate([*chunks, None]):
             current = None
             if chunk is not None:
                 self._await_prefetch(prefetch.pop(index, []))
-                current = self._submit_chunk(chunk, executor)
+                current = self._submit_chunk(chunk, replies.pop(index), executor)
                 if index + 2 < len(chunks):
                     prefetch[index + 2] = self._prefetch(chunks[index + 2], executor)
+                    replies[index + 2] = self.generator.start(chunks[index + 2])
             if previous is not None:
-                for record in self._finish_chunk(previous):
+                classifying.append(self._classify_chunk(previous))
+            depth = self.classifier_stage.depth
+            while classifying and (
+                chunk is None or classifying[0].vectors.done() or len(classifying) > depth
+            ):
+                for record in self._record_chunk(classifying.popleft()):
                     records[record["item_id"]] = record
                     if progress:
                         progress(1)
@@ -275,10 +312,12 @@ class ItemRunner:
             prime(letter, seed, variant, lines)
         self.state.add("generate_prefetch_wait", time.perf_counter() - t0)
 
-    def _submit_chunk(self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None) -> _ChunkWork:
-        """Generate the replies (this process) and start the level stages (the pool)."""
+    def _submit_chunk(
+        self, chunk: list[Job], replies: PendingReplies, executor: Executor | None
+    ) -> _ChunkWork:
+        """Collect the replies (generated here or on threads) and start the level stages (the pool)."""
         t0 = time.perf_counter()
-        generated = self._generate_chunk(chunk)
+        generated = replies.result()
         self.state.add("generate", time.perf_counter() - t0)
         prep = self.prep_spec()
         jobs = [
@@ -298,28 +337,8 @@ class ItemRunner:
         self.state.add("level_stages", time.perf_counter() - t0)
         return _ChunkWork(chunk, generated, [], outcomes)
 
-    def _generate_chunk(self, chunk: list[tuple[ItemKey, int, str]]) -> list[dict[str, Any]]:
-        """Replies in chunk order; submission trials run on ``workers`` sandboxed hosts at once
-        (each waits on its own process), prompt trials one after another in this process."""
-        parallel = [isinstance(self.programs[key.program], SubmissionProgram) for key, _, _ in chunk]
-        if not any(parallel) or self.config.workers < 2:
-            return [self._generate(key, seed) for key, seed, _ in chunk]
-        out: list[dict[str, Any] | None] = [None] * len(chunk)
-        with ThreadPoolExecutor(max_workers=self.config.workers) as threads:
-            futures = {
-                i: threads.submit(self._generate, key, seed)
-                for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True))
-                if par
-            }
-            for i, ((key, seed, _), par) in enumerate(zip(chunk, parallel, strict=True)):
-                if not par:
-                    out[i] = self._generate(key, seed)
-            for i, future in futures.items():
-                out[i] = future.result()
-        return [o for o in out if o is not None]
-
-    def _finish_chunk(self, work: _ChunkWork) -> list[dict[str, Any]]:
-        """Collect the level stages, classify the images in one batch and record every item."""
+    def _classify_chunk(self, work: _ChunkWork) -> _Classifying:
+        """Collect the level stages and start classifying the images in one batch."""
         t0 = time.perf_counter()
         outcomes = work.outcomes or [future.result() for future in work.futures]
         by_id = {o["item_id"]: o for o in outcomes}
@@ -334,9 +353,20 @@ class ItemRunner:
         pngs: dict[str, bytes] = {
             iid: base64.b64decode(o["png_b64"]) for iid, o in by_id.items() if o.get("png_b64")
         }
-        vectors = self._classify(pngs, {iid: o["prepared"] for iid, o in by_id.items() if "prepared" in o})
+        prepared = {iid: o["prepared"] for iid, o in by_id.items() if "prepared" in o}
+        pending = self.classifier_stage.start(pngs, prepared)
         self.state.add("classify", time.perf_counter() - t0)
+        return _Classifying(work, by_id, pngs, pending)
 
+    def _record_chunk(self, done: _Classifying) -> list[dict[str, Any]]:
+        """Record every item of a classified chunk, in chunk order."""
+        t0 = time.perf_counter()
+        vectors = self.classifier_stage.finish(done.vectors)
+        if self.run is not None and done.vectors.node is not None:
+            for iid, _ in done.vectors.missing:  # informational, outside digests
+                self.run.emit("item.classify_node", {"item_id": iid, "node": done.vectors.node})
+        self.state.add("classify_wait", time.perf_counter() - t0)
+        work, by_id, pngs = done.work, done.levels, done.pngs
         t0 = time.perf_counter()
         records = []
         for (key, seed, digest), gen in zip(work.chunk, work.generated, strict=True):
@@ -354,122 +384,6 @@ class ItemRunner:
         self.state.add("record", time.perf_counter() - t0)
         return records
 
-    def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
-        program = self.programs[key.program]
-        if isinstance(program, SubmissionProgram):
-            return self._generate_submission(key, seed, program)
-        prompts = program.prompts_for(key.letter)
-        options = {"target_character": key.letter, "trial_seed": seed}
-        gen_input = digest_payload(
-            {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
-        )
-        gateway = self.gateway
-        # Through the gateway a cached value carries the exchanges; a replay answers from its run only.
-        version = "chat-trial/v1" if gateway is None else "chat-trial/v1+gateway/v1"
-        use_cache = not getattr(gateway, "replaying", False)
-        cache_key = StageCache.key("generate", version, gen_input)
-        cached = self.cache.get_json("generate", cache_key) if use_cache else None
-        base: dict[str, Any] = {
-            "prompt_digests": [digest_text(p) for p in prompts],
-            "generate_input": gen_input,
-        }
-        if cached is not None:
-            return {**base, **cached}
-        limits = self.config.options
-        trial = ChatTrial(
-            max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
-            max_seconds=float(limits.get("max_trial_seconds") or TRIAL_TIME_LIMIT_S),
-        )
-        transcript: TrialTranscript | None = None
-        failure = ""
-        route: Any = contextlib.nullcontext(None)
-        if gateway is not None:
-            route = gateway.trial(
-                key.item_id,
-                key.model,
-                options=options,
-                seed=seed,
-                temperature=policy_temperature(self.model_identities.get(key.model)),
-                max_tokens=trial.max_tokens,
-                max_seconds=trial.max_seconds,
-            )
-        with route as session:
-            try:
-                transcript = trial.run(
-                    session.generate
-                    if session is not None
-                    else lambda msgs, opts: self.forge.generate(key.model, msgs, opts),
-                    prompts,
-                    options,
-                )
-            except (ProviderError, WorldForgeError) as exc:
-                failure = f"generate: {exc}"
-        if session is not None:
-            base["exchanges"] = session.exchanges
-        if transcript is None:
-            return {**base, "reply": None, "error": failure, "tokens": None}
-        reply = transcript.final_reply
-        usage = {
-            "prompt_tokens": transcript.prompt_tokens,
-            "completion_tokens": transcript.completion_tokens,
-            "served_models": sorted(set(transcript.models)),
-        }
-        reason = screen_reply(reply)
-        if reason is not None:
-            preview = reply_preview(reply)
-            digest = digest_bytes(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else None
-            return {
-                **base,
-                "reply": None,
-                "reply_preview": preview,
-                "reply_digest": digest,
-                "error": reason,
-                "tokens": transcript.tokens,
-                "usage": usage,
-            }
-        value = {
-            "reply": reply,
-            "error": None,
-            "tokens": transcript.tokens,
-            "calls": transcript.calls,
-            "usage": usage,
-        }
-        if "exchanges" in base:
-            value["exchanges"] = base["exchanges"]
-        if use_cache:
-            self.cache.put_json("generate", cache_key, value)
-        return {**base, **value}
-
-    def _generate_submission(self, key: ItemKey, seed: int, program: SubmissionProgram) -> dict[str, Any]:
-        identity = self.model_identities.get(key.model)
-        return submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
-
-    def _classify(
-        self, pngs: Mapping[str, bytes], prepared: Mapping[str, Any]
-    ) -> dict[str, tuple[list[float], list[float]]]:
-        """Vectors per item (cached by PNG digest); ``prepared`` inputs skip decoding the PNG."""
-        result: dict[str, tuple[list[float], list[float]]] = {}
-        missing: list[tuple[str, str]] = []
-        want_embedding = self.config.diversity_vector == "embedding"
-        ident = digest_payload({"classifier": self.classifier.identity(), "embedding": want_embedding})
-        for iid, png in pngs.items():
-            key = StageCache.key("classify", ident, digest_bytes(png))
-            cached = self.cache.get_json("classify", key)
-            if cached is not None:
-                result[iid] = (cached["softmax"], cached["embedding"])
-            else:
-                missing.append((iid, key))
-        if missing:
-            inputs = [
-                PreparedPng(pngs[iid], prepared[iid]) if iid in prepared else pngs[iid] for iid, _ in missing
-            ]
-            with _torch_threads(1 if self.config.workers > 1 else None):
-                vectors = self.classifier.classify(inputs, want_embedding)
-            for (iid, key), (softmax, embedding) in zip(missing, vectors, strict=True):
-                result[iid] = (softmax, embedding)
-                self.cache.put_json("classify", key, {"softmax": softmax, "embedding": embedding})
-        return result
-
     def _record(
         self,
         key: ItemKey,
@@ -478,7 +392,7 @@ class ItemRunner:
         gen: Mapping[str, Any],
         level: Mapping[str, Any] | None,
         png: bytes | None,
-        vectors: Mapping[str, tuple[list[float], list[float]]],
+        vectors: Mapping[str, Vectors],
     ) -> dict[str, Any]:
         reply = gen.get("reply")
         stages: dict[str, Any] = {}
@@ -541,26 +455,6 @@ class ItemRunner:
         record["sim"] = float(softmax[LETTERS.index(key.letter)])
         record.update(status="ok", failed_stage=None, error=None)
         return record
-
-
-@contextlib.contextmanager
-def _torch_threads(count: int | None) -> Iterator[None]:
-    """torch on ``count`` threads for the block (``None``: unchanged).
-
-    While the level workers keep every core busy, a second torch thread only spins against them
-    (OpenMP busy-waits): one thread classifies several times faster then. The model's outputs do
-    not depend on the thread count (``tests/test_classifier_prep.py`` checks it on the bundled one).
-    """
-    torch = sys.modules.get("torch")
-    if count is None or torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:

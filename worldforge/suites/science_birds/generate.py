@@ -1,0 +1,236 @@
+"""The generate stage of the Science Birds items: each trial's chat turns, several trials at once.
+
+A trial's turns depend on each other (each turn resends the earlier replies), so they run one
+after another in one thread; different trials are independent, so trials of models served by a
+server pool (``ollama:``/``openai:`` with one or more ``--ollama-host``/``--openai-base-url``) run
+concurrently on threads: the work is waiting on the servers, not CPU. The thread count is the
+run's total connection capacity (servers x ``--max-connections`` summed over the pooled models);
+the providers' pools still pick the server of each request, hold each server to its limit and take
+a failing server out of rotation while the request is retried on another.
+
+Results are never consumed in completion order: :meth:`PendingReplies.result` returns one reply per
+item of its chunk, in the chunk's order, so records and digests are those of a sequential run.
+Models without a server pool (the built-in ``mock``, replays) keep generating in the caller's
+thread, in item order, exactly as before. Submission trials run on ``workers`` threads (each waits
+on its own sandboxed host). A trial that fails is a failed reply (recorded as a failed trial), never
+an exception that loses the chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from worldforge.core.digests import digest_bytes, digest_payload, digest_text
+from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.gateway.upstream import policy_temperature
+from worldforge.pcg.programs.prompt import Program
+from worldforge.pcg.programs.submission import SubmissionProgram
+from worldforge.providers.ollama import (
+    TRIAL_TIME_LIMIT_S,
+    TRIAL_TOKEN_LIMIT,
+    ChatTrial,
+    TrialTranscript,
+)
+from worldforge.providers.server_pool import ServerPool
+from worldforge.suites.science_birds.config import ItemKey, SuiteConfig
+from worldforge.suites.science_birds.stages import StageCache, reply_preview, screen_reply
+from worldforge.suites.science_birds.submissions import submission_item
+
+#: One item to generate: its key, trial seed and input digest (as the runner queues them).
+Job = tuple[ItemKey, int, str]
+
+
+def model_capacity(forge: Any, models: Sequence[str]) -> dict[str, int]:
+    """``{model: requests its servers take at once}`` for the models backed by a server pool.
+
+    Models whose provider has no :class:`ServerPool` (the mock, third-party providers) are absent:
+    they are generated in the caller's thread."""
+    out: dict[str, int] = {}
+    for name in models:
+        try:
+            provider = forge.provider(name)
+        except WorldForgeError:
+            continue
+        pool = getattr(provider, "pool", None)
+        if isinstance(pool, ServerPool):
+            out[name] = len(pool.urls) * pool.max_connections
+    return out
+
+
+@dataclass
+class PendingReplies:
+    """One chunk's replies: futures for the concurrent items, the rest generated on :meth:`result`."""
+
+    jobs: list[Job]
+    futures: dict[int, Future[dict[str, Any]]]
+    generator: Generator
+
+    def result(self) -> list[dict[str, Any]]:
+        """The replies in the chunk's order (sequential items are generated now, in order)."""
+        out: list[dict[str, Any]] = []
+        for index, (key, seed, _) in enumerate(self.jobs):
+            future = self.futures.get(index)
+            out.append(future.result() if future is not None else self.generator.generate(key, seed))
+        return out
+
+
+class Generator:
+    """Replies for items: cached, through the gateway (or the provider directly), or a submission."""
+
+    def __init__(
+        self,
+        config: SuiteConfig,
+        forge: Any,
+        models: Sequence[str],
+        *,
+        gateway: Any,
+        cache: StageCache,
+        model_identities: Mapping[str, Any],
+        submissions: Any = None,
+    ) -> None:
+        self.config = config
+        self.forge = forge
+        self.gateway = gateway
+        self.cache = cache
+        self.model_identities = dict(model_identities)
+        self.submissions = submissions
+        self.programs: dict[str, Program | SubmissionProgram] = {p.name: p for p in config.programs}
+        replaying = bool(getattr(gateway, "replaying", False))
+        #: Concurrent requests per pooled model (empty: every prompt trial in the caller's thread).
+        self.capacity = {} if replaying else model_capacity(forge, models)
+        self._threads: ThreadPoolExecutor | None = None
+        self._submission_threads: ThreadPoolExecutor | None = None
+
+    @property
+    def concurrency(self) -> int:
+        """How many prompt trials may talk to model servers at once (1: sequential)."""
+        return max(1, sum(self.capacity.values()))
+
+    def _pool_for(self, key: ItemKey) -> ThreadPoolExecutor | None:
+        if isinstance(self.programs[key.program], SubmissionProgram):
+            if self.config.workers < 2:
+                return None
+            if self._submission_threads is None:
+                self._submission_threads = ThreadPoolExecutor(
+                    max_workers=self.config.workers, thread_name_prefix="worldforge-submission"
+                )
+            return self._submission_threads
+        if key.model not in self.capacity or self.concurrency < 2:
+            return None
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(
+                max_workers=self.concurrency, thread_name_prefix="worldforge-generate"
+            )
+        return self._threads
+
+    def start(self, jobs: Sequence[Job]) -> PendingReplies:
+        """Queue the chunk's concurrent items now (they run while earlier chunks are finished)."""
+        futures: dict[int, Future[dict[str, Any]]] = {}
+        for index, (key, seed, _) in enumerate(jobs):
+            pool = self._pool_for(key)
+            if pool is not None:
+                futures[index] = pool.submit(self.generate, key, seed)
+        return PendingReplies(list(jobs), futures, self)
+
+    def close(self) -> None:
+        """Stop the threads; queued trials that have not started are dropped (a killed run)."""
+        for pool in (self._threads, self._submission_threads):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._threads = self._submission_threads = None
+
+    # -- one item ---------------------------------------------------------------------------------
+    def generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
+        """One item's reply (or its failure) with the prompt digests and, via the gateway, exchanges."""
+        program = self.programs[key.program]
+        if isinstance(program, SubmissionProgram):
+            identity = self.model_identities.get(key.model)
+            return submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
+        prompts = program.prompts_for(key.letter)
+        options = {"target_character": key.letter, "trial_seed": seed}
+        gen_input = digest_payload(
+            {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
+        )
+        gateway = self.gateway
+        # Through the gateway a cached value carries the exchanges; a replay answers from its run only.
+        version = "chat-trial/v1" if gateway is None else "chat-trial/v1+gateway/v1"
+        use_cache = not getattr(gateway, "replaying", False)
+        cache_key = StageCache.key("generate", version, gen_input)
+        cached = self.cache.get_json("generate", cache_key) if use_cache else None
+        base: dict[str, Any] = {
+            "prompt_digests": [digest_text(p) for p in prompts],
+            "generate_input": gen_input,
+        }
+        if cached is not None:
+            return {**base, **cached}
+        limits = self.config.options
+        trial = ChatTrial(
+            max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
+            max_seconds=float(limits.get("max_trial_seconds") or TRIAL_TIME_LIMIT_S),
+        )
+        transcript: TrialTranscript | None = None
+        failure = ""
+        route: Any = contextlib.nullcontext(None)
+        if gateway is not None:
+            route = gateway.trial(
+                key.item_id,
+                key.model,
+                options=options,
+                seed=seed,
+                temperature=policy_temperature(self.model_identities.get(key.model)),
+                max_tokens=trial.max_tokens,
+                max_seconds=trial.max_seconds,
+            )
+        with route as session:
+            try:
+                transcript = trial.run(
+                    session.generate
+                    if session is not None
+                    else lambda msgs, opts: self.forge.generate(key.model, msgs, opts),
+                    prompts,
+                    options,
+                )
+            except (ProviderError, WorldForgeError) as exc:
+                failure = f"generate: {exc}"
+        if session is not None:
+            base["exchanges"] = session.exchanges
+        if transcript is None:
+            return {**base, "reply": None, "error": failure, "tokens": None}
+        reply = transcript.final_reply
+        usage = {
+            "prompt_tokens": transcript.prompt_tokens,
+            "completion_tokens": transcript.completion_tokens,
+            "served_models": sorted(set(transcript.models)),
+        }
+        reason = screen_reply(reply)
+        if reason is not None:
+            preview = reply_preview(reply)
+            digest = digest_bytes(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else None
+            return {
+                **base,
+                "reply": None,
+                "reply_preview": preview,
+                "reply_digest": digest,
+                "error": reason,
+                "tokens": transcript.tokens,
+                "usage": usage,
+            }
+        value = {
+            "reply": reply,
+            "error": None,
+            "tokens": transcript.tokens,
+            "calls": transcript.calls,
+            "usage": usage,
+        }
+        if "exchanges" in base:
+            value["exchanges"] = base["exchanges"]
+        if use_cache:
+            self.cache.put_json("generate", cache_key, value)
+        return {**base, **value}
+
+
+__all__ = ["Generator", "Job", "PendingReplies", "model_capacity"]
