@@ -1,8 +1,8 @@
 """The Ray executor on a real two-node cluster (loopback, one CPU per node): the folder stages and
 the suite give the bytes and digests of a local run, classifier actors load the model once and give
 the local vectors whatever the batches, a worker node killed mid-run (while simulating or while
-classifying) changes nothing, and the driver's secrets never reach a worker or an actor. Without Ray installed, a one-line error names the
-extra; ``import worldforge`` never imports ray."""
+classifying) changes nothing, and the driver's secrets never reach a worker or an actor. Without
+Ray installed, a one-line error names the extra; ``import worldforge`` never imports ray."""
 
 from __future__ import annotations
 
