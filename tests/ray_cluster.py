@@ -37,6 +37,14 @@ def counting_classifier(spec: str | None) -> object:
     return actor_classifier(spec)
 
 
+def broken_classifier(spec: str | None) -> object:
+    """Runs in a classifier actor: a classifier directory that is not there on this node."""
+    from worldforge.suites.science_birds.classify import actor_classifier
+
+    _LOADS[0] += 1
+    return actor_classifier(spec or "/nonexistent/letter-classifier")
+
+
 def actor_env_value(_state: object, name: str) -> str | None:
     """Runs in an actor: what it sees of an environment variable."""
     return os.environ.get(name)

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from tests.ray_cluster import (
     LocalRayCluster,
     actor_env_value,
+    broken_classifier,
     classifier_loads,
     counting_classifier,
     env_value,
@@ -216,6 +217,22 @@ def test_classifier_actors_load_once_and_match_local_vectors(ray_executor: Any) 
     assert len({f.node for f in futures}) == 2  # the actors sit on both nodes
     assert loads == [1, 1, 1, 1]  # each actor loaded the classifier once, whatever it served
     assert os.environ["OPENAI_API_KEY"] == SECRET and secrets == ["", ""]  # actors get the blanked env
+
+
+def test_an_actor_that_cannot_load_fails_at_once_with_one_line(ray_executor: Any) -> None:
+    import time
+
+    pool = ray_executor.actor_pool(broken_classifier, None)
+    try:
+        start = time.monotonic()
+        future = pool.submit(classifier_loads)
+        with pytest.raises(WorldForgeError, match="could not build its state") as raised:
+            future.result(timeout=120)
+        elapsed = time.monotonic() - start
+    finally:
+        pool.shutdown()
+    assert "\n" not in str(raised.value) and "nonexistent" in str(raised.value)
+    assert pool.replaced == 0 and elapsed < 60  # no new actors tried in turn
 
 
 def _level_pngs(n: int) -> list[bytes]:

@@ -99,6 +99,15 @@ def _forward(ref: Any, out: NodeFuture, done: Callable[[str], None]) -> None:
     ref.future().add_done_callback(_done)
 
 
+def _init_failure(exc: BaseException) -> WorldForgeError:
+    """The one-line error for an actor whose state could not be built (e.g. a classifier directory
+    missing on its node): a new actor would fail the same way, so the call fails at once."""
+    cause = getattr(exc, "cause", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    last = lines[-1] if lines else type(exc).__name__
+    return WorldForgeError(f"a Ray actor could not build its state (e.g. load the classifier): {last}")
+
+
 class ActorPool:
     """``count`` Ray actors holding ``factory(*args)``, one per node in turn; :meth:`submit` sends a
     call to the actor with the fewest calls in flight (ties: the next in turn). Results are futures,
@@ -108,7 +117,8 @@ class ActorPool:
     landed on one node of two), and a "soft" node affinity was not honoured either. A pinned actor
     cannot be restarted elsewhere, so the pool does it: a call whose actor died (its node was lost)
     gets a new actor on a node that is up (which builds its state again) and is sent there, up to
-    ``TASK_RETRIES`` times per call. An error raised by the call itself is returned, not retried.
+    ``TASK_RETRIES`` times per call. An error raised by the call itself is returned, not retried, and
+    so is an actor whose construction raised (it would fail the same way on any node).
     """
 
     def __init__(self, ray: Any, factory: Callable[..., Any], args: tuple[Any, ...], count: int) -> None:
@@ -156,7 +166,9 @@ class ActorPool:
             try:
                 node, value = inner.result()
             except actor_died as exc:
-                if retries > 0 and not self._closed:
+                if getattr(exc, "actor_init_failed", False):  # its state cannot be built: no retry
+                    out.set_exception(_init_failure(exc))
+                elif retries > 0 and not self._closed:
                     self._replace(index, handle)
                     self._send(out, fn, args, retries - 1)
                 else:
