@@ -44,12 +44,16 @@ def _zero_rows_segment(n_rows: int, row_bytes: int) -> bytes:
 
 
 def _adler_zero_rows(value: int, n_rows: int, row_bytes: int) -> int:
-    """Adler-32 after appending ``n_rows`` of (filter byte 2, ``row_bytes`` zeros)."""
+    """Adler-32 after appending ``n_rows`` of (filter byte 2, ``row_bytes`` zeros).
+
+    Row ``k`` adds 2 to ``a`` and the new ``a`` (once per byte of the row: the zeros leave it
+    unchanged) to ``b``, so ``a`` grows by ``2 n`` and ``b`` by ``(row_bytes + 1)`` times the sum
+    of ``a + 2 k`` over ``k = 1..n``; everything is taken modulo 65521, so this closed form equals
+    the row-by-row update exactly."""
     a = value & 0xFFFF
     b = value >> 16
-    for _ in range(n_rows):
-        a = (a + _FILTER_UP) % _MOD_ADLER
-        b = (b + a + row_bytes * a) % _MOD_ADLER
+    b = (b + (row_bytes + 1) * (n_rows * a + n_rows * (n_rows + 1))) % _MOD_ADLER
+    a = (a + 2 * n_rows) % _MOD_ADLER
     return (b << 16) | a
 
 
@@ -57,40 +61,54 @@ def encode_png(rgba: Any) -> bytes:
     """PNG bytes of an (h, w, 4) uint8 RGBA array (8-bit RGBA, no metadata chunks)."""
 
     pixels = np.ascontiguousarray(rgba, dtype=np.uint8)
-    h, w = pixels.shape[:2]
-    row_bytes = w * 4
-    rows = pixels.reshape(h, row_bytes)
-    same = np.zeros(h, dtype=bool)
+    h = pixels.shape[0]
+    new = np.ones(h, dtype=bool)
     if h > 1:
         words = pixels.reshape(h, -1).view(np.uint32)
-        same[1:] = ~np.any(words[1:] != words[:-1], axis=1)
+        new[1:] = np.any(words[1:] != words[:-1], axis=1)
+    return encode_rows(pixels if new.all() else pixels[new], new)
+
+
+def encode_rows(distinct: Any, new: Any) -> bytes:
+    """:func:`encode_png` of the image whose rows flagged in ``new`` are ``distinct`` (in order,
+    ``(k, w, 4)`` uint8) and every other row repeats the row above (``new[0]`` must be set).
+
+    Renderers that know which rows repeat pass them here without building the whole image; the
+    bytes are the same as encoding that image."""
+
+    flags = np.asarray(new, dtype=bool)
+    rows = np.ascontiguousarray(distinct, dtype=np.uint8)
+    h, w = len(flags), rows.shape[1]
+    if h == 0 or not flags[0] or int(flags.sum()) != rows.shape[0]:
+        raise ValueError("encode_rows: new[0] must be set and flag one row per distinct row.")
+    row_bytes = w * 4
+    rows = rows.reshape(rows.shape[0], row_bytes)
+    # maximal runs of repeated rows and of new rows, in order
+    cuts = np.flatnonzero(flags[1:] != flags[:-1]) + 1
+    bounds = [0, *cuts.tolist(), h]
     segments: list[bytes] = []
     adler = 1
-    i = 0
-    while i < h:
-        j = i + 1
-        if same[i]:
-            while j < h and same[j]:
-                j += 1
-            segments.append(_zero_rows_segment(j - i, row_bytes))
-            adler = _adler_zero_rows(adler, j - i, row_bytes)
-        else:
-            while j < h and not same[j]:
-                j += 1
-            block = np.empty((j - i, row_bytes + 1), dtype=np.uint8)
-            if i == 0:
-                block[0, 0] = _FILTER_NONE
-                block[0, 1:] = rows[0]
-            else:
-                block[0, 0] = _FILTER_UP
-                np.subtract(rows[i], rows[i - 1], out=block[0, 1:])
-            if j - i > 1:
-                block[1:, 0] = _FILTER_UP
-                np.subtract(rows[i + 1 : j], rows[i : j - 1], out=block[1:, 1:])
-            data = block.tobytes()
-            segments.append(_deflate_segment(data))
-            adler = zlib.adler32(data, adler)
-        i = j
+    d = 0  # index in ``rows`` of the next new row
+    for i, j in zip(bounds[:-1], bounds[1:], strict=True):
+        n = j - i
+        if not flags[i]:
+            segments.append(_zero_rows_segment(n, row_bytes))
+            adler = _adler_zero_rows(adler, n, row_bytes)
+            continue
+        block = np.empty((n, row_bytes + 1), dtype=np.uint8)
+        if i == 0:
+            block[0, 0] = _FILTER_NONE
+            block[0, 1:] = rows[0]
+        else:  # the row above a new row is the previous distinct row
+            block[0, 0] = _FILTER_UP
+            np.subtract(rows[d], rows[d - 1], out=block[0, 1:])
+        if n > 1:
+            block[1:, 0] = _FILTER_UP
+            np.subtract(rows[d + 1 : d + n], rows[d : d + n - 1], out=block[1:, 1:])
+        data = block.tobytes()
+        segments.append(_deflate_segment(data))
+        adler = zlib.adler32(data, adler)
+        d += n
     idat = _ZLIB_HEADER + b"".join(segments) + _FINAL_EMPTY_BLOCK + struct.pack(">I", adler)
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
     return b"".join(
@@ -98,4 +116,4 @@ def encode_png(rgba: Any) -> bytes:
     )
 
 
-__all__ = ["encode_png"]
+__all__ = ["encode_png", "encode_rows"]
