@@ -206,6 +206,11 @@ def _callback_classes() -> tuple[type, type]:
         def __init__(self) -> None:
             super().__init__()
             self.found: list[int] = []
+            far = 1.0e9
+            self.sides = (
+                Box2D.b2AABB(lowerBound=(-far, -far), upperBound=(-OUT_OF_BOUNDS_X, far)),
+                Box2D.b2AABB(lowerBound=(OUT_OF_BOUNDS_X, -far), upperBound=(far, far)),
+            )
 
         def ReportFixture(self, fixture: Any) -> bool:  # noqa: N802 - Box2D callback name
             index = fixture.body.userData
@@ -268,11 +273,9 @@ def _beyond_edges(world: Any, query: Any) -> list[int]:
     """Indices of the bodies that may lie past ``|x| > OUT_OF_BOUNDS_X`` (a superset, in order):
     one broad-phase query per side instead of reading every body's position from Python. A body
     whose centre is past the edge has a fixture whose bounds reach past it, so none is missed."""
-    Box2D = heavy.box2d()  # noqa: N806 - the library's module name
     query.found = []
-    far = 1.0e9
-    world.QueryAABB(query, Box2D.b2AABB(lowerBound=(-far, -far), upperBound=(-OUT_OF_BOUNDS_X, far)))
-    world.QueryAABB(query, Box2D.b2AABB(lowerBound=(OUT_OF_BOUNDS_X, -far), upperBound=(far, far)))
+    for side in query.sides:
+        world.QueryAABB(query, side)
     return sorted(set(query.found))
 
 
