@@ -328,18 +328,24 @@ def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], 
     for index in range(CANDIDATES):
         choice = _candidate(letter, seed, variant, index)
         target = _target_for(letter, choice)
+        glyph = _grid_cells(target)
+        raster_holes = count_holes(glyph)
+        # The cost below is at least the raster's counter penalty (the built level covers every
+        # glyph cell, and both terms only add), so a candidate whose penalty alone is no cheaper
+        # than the best so far cannot win: it is not planned (each candidate has its own seeds).
+        if best is not None and _HOLE_PENALTY * abs(raster_holes - expected) >= best[0]:
+            continue
         blocks = plan_blocks(
             target,
             rng=random.Random(choice["plan_seed"]),
             b31_preference=choice["b31_preference"],
             b13_probability=choice["b13_probability"],
         )
-        glyph = _grid_cells(target)
         built = {cell for b in blocks for cell in b.cells()}
         cost = (len(built) - len(glyph)) / len(glyph)
         # Counters the raster gains or loses, and counters the built level loses (supports that
         # close an opening are not penalised: the alternative is a filled blob, which reads worse).
-        cost += _HOLE_PENALTY * (abs(count_holes(glyph) - expected) + max(0, expected - count_holes(built)))
+        cost += _HOLE_PENALTY * (abs(raster_holes - expected) + max(0, expected - count_holes(built)))
         if best is None or cost < best[0]:
             best = (cost, choice, target, tuple(blocks))
     assert best is not None
