@@ -201,7 +201,7 @@ def _plan_once(
                 0.3 - 0.8 * min(y - top[c], 3)
                 if above is not None
                 and above[c]
-                and sum(row_target[n] for n in (c - 1, c + 1) if 0 <= n < GRID_WIDTH) == 1
+                and (c > 0 and row_target[c - 1]) + (c + 1 < GRID_WIDTH and row_target[c + 1]) == 1
                 else 1.6
             )
             if not row_target[c]
@@ -225,7 +225,8 @@ def _plan_once(
                 if cost < best[i]:
                     best[i], choice[i] = cost, ("b11", i, (i,) if support_cost[i] else ())
             if i + 2 < GRID_WIDTH and (row_target[i] or row_target[i + 1] or row_target[i + 2]):
-                extra = sum([cell_extra[c] for c in range(i, i + 3) if not row_target[c]])
+                # Glyph cells add 0.0, which leaves a sum of these (never -0.0) terms unchanged.
+                extra = sum((cell_extra[i], cell_extra[i + 1], cell_extra[i + 2]))
                 centre = support_cost[i + 1]
                 ends = support_cost[i] + support_cost[i + 2]
                 pillars: tuple[int, ...] = ()
