@@ -207,3 +207,36 @@ def test_zero_rows_checksum_matches_row_by_row() -> None:
         value, n, width = rng.getrandbits(32) % (65521 << 16), rng.randint(0, 1100), rng.choice([16, 4096])
         data = (bytes([2]) + bytes(width)) * n
         assert _adler_zero_rows(value, n, width) == zlib.adler32(data, value)
+
+
+def test_vectorized_corners_and_bounds_equal_the_scalar_forms() -> None:
+    """The array forms of ``_corners``/``_aabb`` give the scalar forms' doubles bit for bit,
+    circles (centre +- half the size) and any angle included."""
+    import random
+
+    from worldforge.pcg.levels.level import LevelObject
+    from worldforge.pcg.sim import render
+
+    rng = random.Random(7)
+    types = ["SquareTiny", "RectSmall", "Circle", "CircleSmall"]
+    for _ in range(200):
+        scene = [
+            (
+                LevelObject("block", rng.choice(types), 0.0, 0.0, scale_x=rng.choice([1.0, 1.5])),
+                rng.uniform(-30, 30),
+                rng.uniform(-5, 20),
+                rng.choice([0.0, 90.0, -45.0, rng.uniform(-400, 400)]),
+            )
+            for _ in range(rng.randint(1, 12))
+        ]
+        boxes = [render._aabb(o, x, y, a) for o, x, y, a in scene]
+        expected = (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
+        assert render.structure_bounds(scene) == expected
+        sizes = np.array([o.ocr_size for o, _, _, _ in scene], dtype=np.float64)
+        scalar = [render._corners(x, y, *o.ocr_size, a) for o, x, y, a in scene]
+        assert render._corner_arrays(scene, sizes).tolist() == [[list(p) for p in c] for c in scalar]

@@ -8,9 +8,11 @@ a pixel is black when its center lies inside a sprite (GPU rasterization rule), 
 at the 824 px texture edge, and the result has exactly two colours.
 
 Rasterization is vectorized: for every sprite row we intersect the pixel-center scan line with the
-rotated rectangle and mark the span start/end in a difference array over the structure's window;
-one cumulative sum paints all spans, straight into the white image. Filling the 4 MB image is
-most of what remains, so physics dominates the per-level cost.
+rotated rectangle, giving pixel spans. A render is a few dozen distinct rows repeated down a white
+page, so :func:`render_rows` merges each row's spans into its covered intervals, compares rows by
+those, and paints only the rows that differ from the row above; the PNG, the classifier input
+and the thumbnail are made from those rows, and the full 4 MB image only when asked for
+(:func:`render_array`). Physics dominates the per-level cost.
 """
 
 from __future__ import annotations
@@ -83,17 +85,34 @@ def _scene(source: StabilityResult | Level | str | bytes) -> list[tuple[LevelObj
     return [(o, o.x, o.y, o.rotation) for o in level.blocks]
 
 
+def _corner_arrays(scene: list[tuple[LevelObject, float, float, float]], sizes: Any) -> Any:
+    """:func:`_corners` of every object at once: ``(n, 4, 2)`` float64, the same operations in
+    the same order on the same doubles (cosine and sine from :mod:`math`, as there), so the same
+    values bit for bit; a render has dozens of blocks and this ran once per block in Python."""
+    radians = [math.radians(a) for _, _, _, a in scene]
+    c = np.array([math.cos(a) for a in radians])[:, None]
+    s = np.array([math.sin(a) for a in radians])[:, None]
+    cx = np.array([x for _, x, _, _ in scene])[:, None]
+    cy = np.array([y for _, _, y, _ in scene])[:, None]
+    hw, hh = sizes[:, 0] / 2, sizes[:, 1] / 2
+    dx = np.stack([-hw, hw, hw, -hw], axis=1)
+    dy = np.stack([-hh, -hh, hh, hh], axis=1)
+    return np.stack([cx + c * dx - s * dy, cy + s * dx + c * dy], axis=-1)
+
+
 def structure_bounds(scene: list[tuple[LevelObject, float, float, float]]) -> Box | None:
     """Union of collider AABBs (raw collider sizes, no contact offset), or ``None`` if empty."""
     if not scene:
         return None
-    boxes = [_aabb(o, x, y, a) for o, x, y, a in scene]
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+    sizes = np.array([o.size for o, _, _, _ in scene], dtype=np.float64)
+    corners = _corner_arrays(scene, sizes)
+    lo, hi = corners.min(axis=1), corners.max(axis=1)  # per object: (x, y) of its AABB
+    circle = np.array([o.is_circle for o, _, _, _ in scene])
+    if circle.any():  # a circle's AABB is its centre +- half its size, whatever its angle
+        centre = np.array([(x, y) for _, x, y, _ in scene])[circle]
+        lo[circle] = centre - sizes[circle] / 2
+        hi[circle] = centre + sizes[circle] / 2
+    return (float(lo[:, 0].min()), float(lo[:, 1].min()), float(hi[:, 0].max()), float(hi[:, 1].max()))
 
 
 Spans = tuple[Any, Any, Any]  # rows (0 = top), first column, end column (exclusive), int64 arrays
@@ -118,7 +137,7 @@ def _spans(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | N
     if not scene:
         return None
     # corners of every OCR sprite in render-texture pixels (y up), shape (n, 4, 2)
-    corners = np.array([_corners(x, y, *obj.ocr_size, angle) for obj, x, y, angle in scene], dtype=np.float64)
+    corners = _corner_arrays(scene, np.array([obj.ocr_size for obj, _, _, _ in scene], dtype=np.float64))
     corners[..., 0] = (corners[..., 0] - left) * scale
     corners[..., 1] = (corners[..., 1] - bottom) * scale
     ymin = corners[..., 1].min(axis=1)
