@@ -13,6 +13,7 @@ The result depends only on the pixels.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from functools import lru_cache
 from typing import Any
@@ -55,15 +56,17 @@ class _ZeroRuns:
         self.row = bytes([_FILTER_UP]) + bytes(row_bytes)
         # (compressor that has taken i * _CHECKPOINT_ROWS rows, the bytes it returned so far)
         self.checkpoints: list[tuple[Any, bytes]] = [(zlib.compressobj(1, zlib.DEFLATED, -15, 9), b"")]
+        self._lock = threading.Lock()  # checkpoint i must hold exactly i * _CHECKPOINT_ROWS rows
 
     def segment(self, n_rows: int) -> bytes:
         index = n_rows // _CHECKPOINT_ROWS
-        while len(self.checkpoints) <= index:
-            comp, out = self.checkpoints[-1]
+        with self._lock:
+            while len(self.checkpoints) <= index:
+                comp, out = self.checkpoints[-1]
+                comp = comp.copy()
+                self.checkpoints.append((comp, out + comp.compress(self.row * _CHECKPOINT_ROWS)))
+            comp, out = self.checkpoints[index]
             comp = comp.copy()
-            self.checkpoints.append((comp, out + comp.compress(self.row * _CHECKPOINT_ROWS)))
-        comp, out = self.checkpoints[index]
-        comp = comp.copy()
         rest = self.row * (n_rows - index * _CHECKPOINT_ROWS)
         return out + comp.compress(rest) + comp.flush(zlib.Z_FULL_FLUSH)
 
