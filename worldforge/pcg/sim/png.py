@@ -73,6 +73,7 @@ class _ZeroRuns:
 
 @lru_cache(maxsize=8)
 def _zero_runs(row_bytes: int) -> _ZeroRuns:
+    """One :class:`_ZeroRuns` per row width and process (forked workers inherit the parent's)."""
     return _ZeroRuns(row_bytes)
 
 

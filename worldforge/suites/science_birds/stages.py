@@ -401,6 +401,8 @@ def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX, *, pixels: Any = No
 
 
 def _thumbnail(img: Image.Image, size: int) -> str:
+    """The gallery's data URI of ``img`` (grey, reduced to ``size`` unless it already is, two
+    colours, 1-bit PNG): one recipe for both the whole-image and the distinct-row paths."""
     grey = img if img.mode == "L" else img.convert("L")
     if grey.size != (size, size):
         grey = grey.resize((size, size), Image.Resampling.BOX)
