@@ -147,3 +147,96 @@ def test_png_encoder_round_trips_and_checksums() -> None:
     png = encode_png(np.asarray(level))
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), np.asarray(level))
     assert len(png) < 40_000
+
+
+def _full_image_reference(source: object) -> np.ndarray:
+    """The similarity image drawn the plain way: every span painted into the full page."""
+    from worldforge.pcg.sim import render
+
+    pixels = np.full((render.IMAGE_SIZE, render.IMAGE_SIZE), 0xFFFFFFFF, dtype="<u4")
+    spans = render._spans(render._scene(source), None)  # type: ignore[arg-type]
+    if spans is not None:
+        for row, lo, hi in zip(*spans, strict=True):
+            pixels[render.MARGIN + row, render.MARGIN + lo : render.MARGIN + hi] = 0xFF000000
+    return pixels.view(np.uint8).reshape(render.IMAGE_SIZE, render.IMAGE_SIZE, 4)
+
+
+def test_distinct_rows_are_the_image_and_its_png() -> None:
+    """``render_rows`` (distinct rows only) equals painting every span into the page, and the PNG
+    made from the rows is the PNG of the full image, byte for byte: upright, rotated, toppled and
+    destroyed blocks, levels as written and after simulation."""
+    from worldforge.pcg.sim.png import encode_png
+    from worldforge.pcg.sim.render import render_array, render_rows
+
+    collapsing = prog(("b31", 2), ("b31", 3), ("b31", 4), ("b13", 9), ("b31", 9), ("b31", 11), ("b11", 12))
+    sources: list[object] = []
+    for xml in [*(p.read_text() for p in sorted(REF.glob("*.xml"))), convert(collapsing)]:
+        sources += [xml, simulate(xml)]
+    for source in sources:
+        full = _full_image_reference(source)
+        rows = render_rows(source)  # type: ignore[arg-type]
+        assert np.array_equal(rows.array(), full) and np.array_equal(render_array(source), full)  # type: ignore[arg-type]
+        flat = full.reshape(len(full), -1)
+        assert np.array_equal(rows.new[1:], np.any(flat[1:] != flat[:-1], axis=1))
+        assert render_png(source) == encode_png(full)  # type: ignore[arg-type]
+
+
+def test_repeated_row_segments_equal_a_fresh_compressor() -> None:
+    """Zero-row runs are compressed incrementally; every run length of a 1024 px wide image gives
+    the bytes a fresh compressor gives (the property the incremental segments rely on)."""
+    import zlib
+
+    from worldforge.pcg.sim import png
+
+    runs = png._ZeroRuns(4096)
+    row = bytes([2]) + bytes(4096)
+    # every length up to two checkpoints past the first, then a spread up to the longest run
+    for n in [*range(1, 2 * png._CHECKPOINT_ROWS + 2), *range(131, 1024, 29), 1023]:
+        comp = zlib.compressobj(1, zlib.DEFLATED, -15, 9)
+        assert runs.segment(n) == comp.compress(row * n) + comp.flush(zlib.Z_FULL_FLUSH), n
+
+
+def test_zero_rows_checksum_matches_row_by_row() -> None:
+    import random
+    import zlib
+
+    from worldforge.pcg.sim.png import _adler_zero_rows
+
+    rng = random.Random(5)
+    for _ in range(200):
+        value, n, width = rng.getrandbits(32) % (65521 << 16), rng.randint(0, 1100), rng.choice([16, 4096])
+        data = (bytes([2]) + bytes(width)) * n
+        assert _adler_zero_rows(value, n, width) == zlib.adler32(data, value)
+
+
+def test_vectorized_corners_and_bounds_equal_the_scalar_forms() -> None:
+    """The array forms of ``_corners``/``_aabb`` give the scalar forms' doubles bit for bit,
+    circles (centre +- half the size) and any angle included."""
+    import random
+
+    from worldforge.pcg.levels.level import LevelObject
+    from worldforge.pcg.sim import render
+
+    rng = random.Random(7)
+    types = ["SquareTiny", "RectSmall", "Circle", "CircleSmall"]
+    for _ in range(200):
+        scene = [
+            (
+                LevelObject("block", rng.choice(types), 0.0, 0.0, scale_x=rng.choice([1.0, 1.5])),
+                rng.uniform(-30, 30),
+                rng.uniform(-5, 20),
+                rng.choice([0.0, 90.0, -45.0, rng.uniform(-400, 400)]),
+            )
+            for _ in range(rng.randint(1, 12))
+        ]
+        boxes = [render._aabb(o, x, y, a) for o, x, y, a in scene]
+        expected = (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
+        assert render.structure_bounds(scene) == expected
+        sizes = np.array([o.ocr_size for o, _, _, _ in scene], dtype=np.float64)
+        scalar = [render._corners(x, y, *o.ocr_size, a) for o, x, y, a in scene]
+        assert render._corner_arrays(scene, sizes).tolist() == [[list(p) for p in c] for c in scalar]

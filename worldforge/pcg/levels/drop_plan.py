@@ -184,30 +184,36 @@ def _plan_once(
         target[r][c] = 1
     occupied = [[0] * GRID_WIDTH for _ in range(GRID_HEIGHT)]
     top = [-1] * GRID_WIDTH  # highest occupied row per column so far
-    # One-row lookahead: an empty cell under a glyph cell at the edge of a run of its own row is
-    # cheap for a b31 to cover, because it then supports the overhang above without a pillar (a gap
-    # with glyph cells on both sides is left open: a b31 can bridge it on both ends).
-    wanted = [
-        [
-            y + 1 < GRID_HEIGHT
-            and not target[y][c]
-            and bool(target[y + 1][c])
-            and sum(target[y][n] for n in (c - 1, c + 1) if 0 <= n < GRID_WIDTH) == 1
-            for c in range(GRID_WIDTH)
-        ]
-        for y in range(GRID_HEIGHT)
-    ]
+    inf = float("inf")
     blocks: list[Block] = []
     for y in range(GRID_HEIGHT):
         row_target = target[y]
         if not any(row_target):
             continue
+        # One-row lookahead: an empty cell under a glyph cell at the edge of a run of its own row
+        # is cheap for a b31 to cover, because it then supports the overhang above without a
+        # pillar (a gap with glyph cells on both sides is left open: a b31 can bridge it on both
+        # ends). What an empty cell adds to a b31's cost, and each column's support cost, are
+        # fixed for the row (``top`` changes only after it), so they are computed once per row.
+        above = target[y + 1] if y + 1 < GRID_HEIGHT else None
+        cell_extra = [
+            (
+                0.3 - 0.8 * min(y - top[c], 3)
+                if above is not None
+                and above[c]
+                and (c > 0 and row_target[c - 1]) + (c + 1 < GRID_WIDTH and row_target[c + 1]) == 1
+                else 1.6
+            )
+            if not row_target[c]
+            else 0.0
+            for c in range(GRID_WIDTH)
+        ]
+        support_cost = [0] * GRID_WIDTH if y == 0 else [y - 1 - t for t in top]
 
-        def support_cost(c: int, y: int = y) -> int:
-            return 0 if y == 0 else y - 1 - top[c]
-
-        noise = [rng.uniform(0.0, 0.05) for _ in range(GRID_WIDTH)]
-        inf = float("inf")
+        # ``rng.uniform(0.0, 0.05)`` spelled out (``a + (b - a) * random()``, the same operations):
+        # the method call cost more than the rest of the row's setup.
+        draw = rng.random
+        noise = [0.0 + (0.05 - 0.0) * draw() for _ in range(GRID_WIDTH)]
         best: list[float] = [inf] * (GRID_WIDTH + 1)
         choice: list[tuple[str, int, tuple[int, ...]] | None] = [None] * (GRID_WIDTH + 1)
         best[GRID_WIDTH] = 0.0
@@ -215,24 +221,21 @@ def _plan_once(
             if not row_target[i] and best[i + 1] < best[i]:
                 best[i], choice[i] = best[i + 1], ("skip", i, ())
             if row_target[i]:
-                cost = support_cost(i) + 0.5 + noise[i] + best[i + 1]
+                cost = support_cost[i] + 0.5 + noise[i] + best[i + 1]
                 if cost < best[i]:
-                    best[i], choice[i] = cost, ("b11", i, (i,) if support_cost(i) else ())
-            if i + 2 < GRID_WIDTH and any(row_target[i : i + 3]):
-                extra = sum(
-                    0.3 - 0.8 * min(y - top[c], 3) if wanted[y][c] else 1.6
-                    for c in range(i, i + 3)
-                    if not row_target[c]
-                )
-                centre = support_cost(i + 1)
-                ends = support_cost(i) + support_cost(i + 2)
+                    best[i], choice[i] = cost, ("b11", i, (i,) if support_cost[i] else ())
+            if i + 2 < GRID_WIDTH and (row_target[i] or row_target[i + 1] or row_target[i + 2]):
+                # Glyph cells add 0.0, which leaves a sum of these (never -0.0) terms unchanged.
+                extra = sum((cell_extra[i], cell_extra[i + 1], cell_extra[i + 2]))
+                centre = support_cost[i + 1]
+                ends = support_cost[i] + support_cost[i + 2]
                 pillars: tuple[int, ...] = ()
                 if centre and ends:
                     pillars = (i + 1,) if centre <= ends else (i, i + 2)
                 support = 0 if not centre or not ends else min(centre, ends)
                 cost = support + extra + 0.5 - pref + noise[i + 1] + best[i + 3]
                 if cost < best[i]:
-                    best[i], choice[i] = cost, ("b31", i + 1, tuple(c for c in pillars if support_cost(c)))
+                    best[i], choice[i] = cost, ("b31", i + 1, tuple(c for c in pillars if support_cost[c]))
         i = 0
         placed: list[Block] = []
         while i < GRID_WIDTH:

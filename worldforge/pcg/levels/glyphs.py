@@ -95,10 +95,14 @@ _RENDER_SIZE = 160  # px em size for TrueType rasterization before area downsamp
 
 def available_fonts() -> list[str]:
     """Font keys usable on this machine, in a fixed order (the bitmap font is always last)."""
-    keys = [key for key, name in DEJAVU_FONTS.items() if (DEJAVU_DIR / name).is_file()]
-    keys.append(PILLOW_FONT)
-    keys.append(BITMAP_FONT)
-    return keys
+    return [*_dejavu_fonts(DEJAVU_DIR), PILLOW_FONT, BITMAP_FONT]
+
+
+@lru_cache(maxsize=8)
+def _dejavu_fonts(folder: Path) -> tuple[str, ...]:
+    """The DejaVu font keys found in ``folder``, looked up once per folder: every glyph candidate
+    asks, and nine file checks cost about as much as planning the candidate's first row."""
+    return tuple(key for key, name in DEJAVU_FONTS.items() if (folder / name).is_file())
 
 
 @lru_cache(maxsize=32)
@@ -123,8 +127,18 @@ def _load_font(font: str) -> Any:
 
 def _glyph_image(letter: str, font: str) -> Any:
     """High-resolution greyscale image (ink = 255) of the glyph, cropped to its ink bounding box."""
+    return _drawn_glyph(letter, font, _load_font(font))
 
-    loaded = _load_font(font)
+
+@lru_cache(maxsize=1024)
+def _drawn_glyph(letter: str, font: str, loaded: Any) -> Any:
+    """:func:`_glyph_image` for the loaded font object ``loaded`` (``None``: the bitmap font).
+
+    Cached: a letter plan draws six candidates, mostly from the same few fonts, and drawing text
+    costs more than the rest of rasterizing. The key holds the font object itself, so a font
+    loaded again (another folder) draws again. Callers never modify the image (Pillow's
+    ``filter`` and ``resize`` return new ones)."""
+
     if loaded is None:
         rows = BITMAP_5X7[letter]
         cell = 24
@@ -141,6 +155,17 @@ def _glyph_image(letter: str, font: str) -> Any:
     if bbox is None:  # pragma: no cover - every supported font has A-Z
         raise WorldForgeError(f"font: {font!r} has no glyph for {letter!r}.")
     return img.crop(bbox)
+
+
+def _dilated(letter: str, font: str, size: int) -> Any:
+    """The glyph image under a ``size`` px maximum filter."""
+    return _dilated_glyph(letter, font, _load_font(font), size)
+
+
+@lru_cache(maxsize=1024)
+def _dilated_glyph(letter: str, font: str, loaded: Any, size: int) -> Any:
+    """:func:`_dilated` for the loaded font object ``loaded`` (cached like :func:`_drawn_glyph`)."""
+    return _drawn_glyph(letter, font, loaded).filter(ImageFilter.MaxFilter(size))
 
 
 def letter_grid(
@@ -173,7 +198,7 @@ def letter_grid(
         cell_px = img.height / scale
         size = int(round((thickness - 1.0) * cell_px * 0.6)) * 2 + 1
         if size >= 3:
-            img = img.filter(ImageFilter.MaxFilter(size))
+            img = _dilated(letter, font, size)
     aspect = img.width / img.height
     width = max(1, min(GRID_WIDTH, int(round(scale * aspect * width_factor))))
     coverage = img.resize((width, scale), Image.Resampling.BOX)
@@ -243,30 +268,44 @@ LETTER_HOLES = {"A": 1, "B": 2, "D": 1, "O": 1, "P": 1, "Q": 1, "R": 1}
 _HOLE_PENALTY = 0.6
 
 
+_STRIDE = GRID_WIDTH + 1  # bit r * _STRIDE + c is cell (c, r); the extra column is always 0
+_CELLS = sum(((1 << GRID_WIDTH) - 1) << (r * _STRIDE) for r in range(GRID_HEIGHT))
+_BORDER = sum(
+    1 << (r * _STRIDE + c)
+    for r in range(GRID_HEIGHT)
+    for c in range(GRID_WIDTH)
+    if c in (0, GRID_WIDTH - 1) or r in (0, GRID_HEIGHT - 1)
+)
+
+
+def _flood(seed: int, region: int) -> int:
+    """Cells of ``region`` 4-connected to ``seed`` (bit sets): grow by one step until stable. The
+    always-empty padding column stops a shift by one from wrapping into the next row."""
+    reach = seed & region
+    while True:
+        grown = (reach | reach << 1 | reach >> 1 | reach << _STRIDE | reach >> _STRIDE) & region
+        if grown == reach:
+            return reach
+        reach = grown
+
+
 def count_holes(cells: set[tuple[int, int]]) -> int:
     """Empty regions of the grid not connected (4-neighbourhood) to its border: a letter's counters.
 
     The border counts as outside on every side, ground included: similarity images show blocks
-    only, so a gap between two legs standing on the ground is open, not a counter.
+    only, so a gap between two legs standing on the ground is open, not a counter. Grids are bit
+    sets here: every candidate of every letter plan counts twice, and a flood fill over Python
+    integers is a few dozen big-integer operations instead of one step per cell.
     """
-    empty = {(c, r) for c in range(GRID_WIDTH) for r in range(GRID_HEIGHT)} - cells
-    seen: set[tuple[int, int]] = set()
+    empty = _CELLS
+    for c, r in cells:
+        if 0 <= c < GRID_WIDTH and 0 <= r < GRID_HEIGHT:
+            empty &= ~(1 << (r * _STRIDE + c))
+    inside = empty & ~_flood(empty & _BORDER, empty)
     holes = 0
-    for start in sorted(empty):
-        if start in seen:
-            continue
-        stack, region, outside = [start], [], False
-        seen.add(start)
-        while stack:
-            c, r = stack.pop()
-            region.append((c, r))
-            if c in (0, GRID_WIDTH - 1) or r in (0, GRID_HEIGHT - 1):
-                outside = True
-            for n in ((c + 1, r), (c - 1, r), (c, r + 1), (c, r - 1)):
-                if n in empty and n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-        holes += not outside
+    while inside:
+        inside &= ~_flood(inside & -inside, inside)  # one enclosed region, from its lowest cell
+        holes += 1
     return holes
 
 
@@ -289,18 +328,24 @@ def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], 
     for index in range(CANDIDATES):
         choice = _candidate(letter, seed, variant, index)
         target = _target_for(letter, choice)
+        glyph = _grid_cells(target)
+        raster_holes = count_holes(glyph)
+        # The cost below is at least the raster's counter penalty (the built level covers every
+        # glyph cell, and both terms only add), so a candidate whose penalty alone is no cheaper
+        # than the best so far cannot win: it is not planned (each candidate has its own seeds).
+        if best is not None and _HOLE_PENALTY * abs(raster_holes - expected) >= best[0]:
+            continue
         blocks = plan_blocks(
             target,
             rng=random.Random(choice["plan_seed"]),
             b31_preference=choice["b31_preference"],
             b13_probability=choice["b13_probability"],
         )
-        glyph = _grid_cells(target)
         built = {cell for b in blocks for cell in b.cells()}
         cost = (len(built) - len(glyph)) / len(glyph)
         # Counters the raster gains or loses, and counters the built level loses (supports that
         # close an opening are not penalised: the alternative is a filled blob, which reads worse).
-        cost += _HOLE_PENALTY * (abs(count_holes(glyph) - expected) + max(0, expected - count_holes(built)))
+        cost += _HOLE_PENALTY * (abs(raster_holes - expected) + max(0, expected - count_holes(built)))
         if best is None or cost < best[0]:
             best = (cost, choice, target, tuple(blocks))
     assert best is not None

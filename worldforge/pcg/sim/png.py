@@ -13,6 +13,7 @@ The result depends only on the pixels.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from functools import lru_cache
 from typing import Any
@@ -36,20 +37,64 @@ def _deflate_segment(data: bytes) -> bytes:
     return comp.compress(data) + comp.flush(zlib.Z_FULL_FLUSH)
 
 
-@lru_cache(maxsize=256)
+_CHECKPOINT_ROWS = 64
+
+
+class _ZeroRuns:
+    """:func:`_deflate_segment` of ``n`` zero Up rows of one width, for any ``n``, cheaply.
+
+    Compressing a run from scratch costs time in proportion to its length (about 3 ms for a
+    1,000-row run), and nearly every render has runs of lengths not seen before. zlib's output
+    does not depend on how the input is split across calls that do not flush, so a compressor that
+    has taken ``k`` rows, copied, given the remaining ``n - k`` rows and flushed writes exactly the
+    bytes of a fresh compressor given all ``n`` rows at once (``tests/pcg/test_pcg_render.py``
+    checks every run length of the 1024-pixel images against the fresh compressor). Compressors
+    are kept every :data:`_CHECKPOINT_ROWS` rows, so a new length costs at most that many rows.
+    """
+
+    def __init__(self, row_bytes: int) -> None:
+        self.row = bytes([_FILTER_UP]) + bytes(row_bytes)
+        # (compressor that has taken i * _CHECKPOINT_ROWS rows, the bytes it returned so far)
+        self.checkpoints: list[tuple[Any, bytes]] = [(zlib.compressobj(1, zlib.DEFLATED, -15, 9), b"")]
+        self._lock = threading.Lock()  # checkpoint i must hold exactly i * _CHECKPOINT_ROWS rows
+
+    def segment(self, n_rows: int) -> bytes:
+        index = n_rows // _CHECKPOINT_ROWS
+        with self._lock:
+            while len(self.checkpoints) <= index:
+                comp, out = self.checkpoints[-1]
+                comp = comp.copy()
+                self.checkpoints.append((comp, out + comp.compress(self.row * _CHECKPOINT_ROWS)))
+            comp, out = self.checkpoints[index]
+            comp = comp.copy()
+        rest = self.row * (n_rows - index * _CHECKPOINT_ROWS)
+        return out + comp.compress(rest) + comp.flush(zlib.Z_FULL_FLUSH)
+
+
+@lru_cache(maxsize=8)
+def _zero_runs(row_bytes: int) -> _ZeroRuns:
+    """One :class:`_ZeroRuns` per row width and process (forked workers inherit the parent's)."""
+    return _ZeroRuns(row_bytes)
+
+
+@lru_cache(maxsize=4096)
 def _zero_rows_segment(n_rows: int, row_bytes: int) -> bytes:
-    """Compressed ``n_rows`` Up-filtered rows that equal the row above (filter byte + zeros)."""
-    row = bytes([_FILTER_UP]) + bytes(row_bytes)
-    return _deflate_segment(row * n_rows)
+    """Compressed ``n_rows`` Up-filtered rows that equal the row above (filter byte + zeros):
+    ``_deflate_segment(row * n_rows)``, computed incrementally (see :class:`_ZeroRuns`)."""
+    return _zero_runs(row_bytes).segment(n_rows)
 
 
 def _adler_zero_rows(value: int, n_rows: int, row_bytes: int) -> int:
-    """Adler-32 after appending ``n_rows`` of (filter byte 2, ``row_bytes`` zeros)."""
+    """Adler-32 after appending ``n_rows`` of (filter byte 2, ``row_bytes`` zeros).
+
+    Row ``k`` adds 2 to ``a`` and the new ``a`` (once per byte of the row: the zeros leave it
+    unchanged) to ``b``, so ``a`` grows by ``2 n`` and ``b`` by ``(row_bytes + 1)`` times the sum
+    of ``a + 2 k`` over ``k = 1..n``; everything is taken modulo 65521, so this closed form equals
+    the row-by-row update exactly."""
     a = value & 0xFFFF
     b = value >> 16
-    for _ in range(n_rows):
-        a = (a + _FILTER_UP) % _MOD_ADLER
-        b = (b + a + row_bytes * a) % _MOD_ADLER
+    b = (b + (row_bytes + 1) * (n_rows * a + n_rows * (n_rows + 1))) % _MOD_ADLER
+    a = (a + 2 * n_rows) % _MOD_ADLER
     return (b << 16) | a
 
 
@@ -57,40 +102,54 @@ def encode_png(rgba: Any) -> bytes:
     """PNG bytes of an (h, w, 4) uint8 RGBA array (8-bit RGBA, no metadata chunks)."""
 
     pixels = np.ascontiguousarray(rgba, dtype=np.uint8)
-    h, w = pixels.shape[:2]
-    row_bytes = w * 4
-    rows = pixels.reshape(h, row_bytes)
-    same = np.zeros(h, dtype=bool)
+    h = pixels.shape[0]
+    new = np.ones(h, dtype=bool)
     if h > 1:
         words = pixels.reshape(h, -1).view(np.uint32)
-        same[1:] = ~np.any(words[1:] != words[:-1], axis=1)
+        new[1:] = np.any(words[1:] != words[:-1], axis=1)
+    return encode_rows(pixels if new.all() else pixels[new], new)
+
+
+def encode_rows(distinct: Any, new: Any) -> bytes:
+    """:func:`encode_png` of the image whose rows flagged in ``new`` are ``distinct`` (in order,
+    ``(k, w, 4)`` uint8) and every other row repeats the row above (``new[0]`` must be set).
+
+    Renderers that know which rows repeat pass them here without building the whole image; the
+    bytes are the same as encoding that image."""
+
+    flags = np.asarray(new, dtype=bool)
+    rows = np.ascontiguousarray(distinct, dtype=np.uint8)
+    h, w = len(flags), rows.shape[1]
+    if h == 0 or not flags[0] or int(flags.sum()) != rows.shape[0]:
+        raise ValueError("encode_rows: new[0] must be set and flag one row per distinct row.")
+    row_bytes = w * 4
+    rows = rows.reshape(rows.shape[0], row_bytes)
+    # maximal runs of repeated rows and of new rows, in order
+    cuts = np.flatnonzero(flags[1:] != flags[:-1]) + 1
+    bounds = [0, *cuts.tolist(), h]
     segments: list[bytes] = []
     adler = 1
-    i = 0
-    while i < h:
-        j = i + 1
-        if same[i]:
-            while j < h and same[j]:
-                j += 1
-            segments.append(_zero_rows_segment(j - i, row_bytes))
-            adler = _adler_zero_rows(adler, j - i, row_bytes)
-        else:
-            while j < h and not same[j]:
-                j += 1
-            block = np.empty((j - i, row_bytes + 1), dtype=np.uint8)
-            if i == 0:
-                block[0, 0] = _FILTER_NONE
-                block[0, 1:] = rows[0]
-            else:
-                block[0, 0] = _FILTER_UP
-                np.subtract(rows[i], rows[i - 1], out=block[0, 1:])
-            if j - i > 1:
-                block[1:, 0] = _FILTER_UP
-                np.subtract(rows[i + 1 : j], rows[i : j - 1], out=block[1:, 1:])
-            data = block.tobytes()
-            segments.append(_deflate_segment(data))
-            adler = zlib.adler32(data, adler)
-        i = j
+    d = 0  # index in ``rows`` of the next new row
+    for i, j in zip(bounds[:-1], bounds[1:], strict=True):
+        n = j - i
+        if not flags[i]:
+            segments.append(_zero_rows_segment(n, row_bytes))
+            adler = _adler_zero_rows(adler, n, row_bytes)
+            continue
+        block = np.empty((n, row_bytes + 1), dtype=np.uint8)
+        if i == 0:
+            block[0, 0] = _FILTER_NONE
+            block[0, 1:] = rows[0]
+        else:  # the row above a new row is the previous distinct row
+            block[0, 0] = _FILTER_UP
+            np.subtract(rows[d], rows[d - 1], out=block[0, 1:])
+        if n > 1:
+            block[1:, 0] = _FILTER_UP
+            np.subtract(rows[d + 1 : d + n], rows[d : d + n - 1], out=block[1:, 1:])
+        data = block.tobytes()
+        segments.append(_deflate_segment(data))
+        adler = zlib.adler32(data, adler)
+        d += n
     idat = _ZLIB_HEADER + b"".join(segments) + _FINAL_EMPTY_BLOCK + struct.pack(">I", adler)
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
     return b"".join(
@@ -98,4 +157,4 @@ def encode_png(rgba: Any) -> bytes:
     )
 
 
-__all__ = ["encode_png"]
+__all__ = ["encode_png", "encode_rows"]

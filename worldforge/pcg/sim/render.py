@@ -8,14 +8,17 @@ a pixel is black when its center lies inside a sprite (GPU rasterization rule), 
 at the 824 px texture edge, and the result has exactly two colours.
 
 Rasterization is vectorized: for every sprite row we intersect the pixel-center scan line with the
-rotated rectangle and mark the span start/end in a difference array over the structure's window;
-one cumulative sum paints all spans, straight into the white image. Filling the 4 MB image is
-most of what remains, so physics dominates the per-level cost.
+rotated rectangle, giving pixel spans. A render is a few dozen distinct rows repeated down a white
+page, so :func:`render_rows` merges each row's spans into its covered intervals, compares rows by
+those, and paints only the rows that differ from the row above; the PNG, the classifier input
+and the thumbnail are made from those rows, and the full 4 MB image only when asked for
+(:func:`render_array`). Physics dominates the per-level cost.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +28,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.levels.level import Level, LevelObject, parse_level_xml
 from worldforge.pcg.sim.physics import StabilityResult
 from worldforge.pcg.sim.png import encode_png as _encode
+from worldforge.pcg.sim.png import encode_rows
 
 #: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
 #: string) whenever this code's output can change; reference-output tests pin the behaviour. The
@@ -81,17 +85,34 @@ def _scene(source: StabilityResult | Level | str | bytes) -> list[tuple[LevelObj
     return [(o, o.x, o.y, o.rotation) for o in level.blocks]
 
 
+def _corner_arrays(scene: list[tuple[LevelObject, float, float, float]], sizes: Any) -> Any:
+    """:func:`_corners` of every object at once: ``(n, 4, 2)`` float64, the same operations in
+    the same order on the same doubles (cosine and sine from :mod:`math`, as there), so the same
+    values bit for bit; a render has dozens of blocks and this ran once per block in Python."""
+    radians = [math.radians(a) for _, _, _, a in scene]
+    c = np.array([math.cos(a) for a in radians])[:, None]
+    s = np.array([math.sin(a) for a in radians])[:, None]
+    cx = np.array([x for _, x, _, _ in scene])[:, None]
+    cy = np.array([y for _, _, y, _ in scene])[:, None]
+    hw, hh = sizes[:, 0] / 2, sizes[:, 1] / 2
+    dx = np.stack([-hw, hw, hw, -hw], axis=1)
+    dy = np.stack([-hh, -hh, hh, hh], axis=1)
+    return np.stack([cx + c * dx - s * dy, cy + s * dx + c * dy], axis=-1)
+
+
 def structure_bounds(scene: list[tuple[LevelObject, float, float, float]]) -> Box | None:
     """Union of collider AABBs (raw collider sizes, no contact offset), or ``None`` if empty."""
     if not scene:
         return None
-    boxes = [_aabb(o, x, y, a) for o, x, y, a in scene]
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+    sizes = np.array([o.size for o, _, _, _ in scene], dtype=np.float64)
+    corners = _corner_arrays(scene, sizes)
+    lo, hi = corners.min(axis=1), corners.max(axis=1)  # per object: (x, y) of its AABB
+    circle = np.array([o.is_circle for o, _, _, _ in scene])
+    if circle.any():  # a circle's AABB is its centre +- half its size, whatever its angle
+        centre = np.array([(x, y) for _, x, y, _ in scene])[circle]
+        lo[circle] = centre - sizes[circle] / 2
+        hi[circle] = centre + sizes[circle] / 2
+    return (float(lo[:, 0].min()), float(lo[:, 1].min()), float(hi[:, 0].max()), float(hi[:, 1].max()))
 
 
 Spans = tuple[Any, Any, Any]  # rows (0 = top), first column, end column (exclusive), int64 arrays
@@ -116,7 +137,7 @@ def _spans(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | N
     if not scene:
         return None
     # corners of every OCR sprite in render-texture pixels (y up), shape (n, 4, 2)
-    corners = np.array([_corners(x, y, *obj.ocr_size, angle) for obj, x, y, angle in scene], dtype=np.float64)
+    corners = _corner_arrays(scene, np.array([obj.ocr_size for obj, _, _, _ in scene], dtype=np.float64))
     corners[..., 0] = (corners[..., 0] - left) * scale
     corners[..., 1] = (corners[..., 1] - bottom) * scale
     ymin = corners[..., 1].min(axis=1)
@@ -186,18 +207,91 @@ def black_mask(scene: list[tuple[LevelObject, float, float, float]], bounds: Box
     return mask
 
 
+@dataclass(frozen=True)
+class RenderRows:
+    """The similarity image as its distinct rows: ``distinct`` is ``(k, 1024, 4)`` uint8 RGBA, one
+    entry per row that differs from the row above; ``new`` flags those rows (row 0 always).
+
+    A render is a few dozen distinct rows repeated down a white page, and everything made from it
+    reads rows: the PNG encoder (a repeated row is an all-zero Up row), the classifier's input (its
+    resize runs on distinct rows) and the thumbnail. Building the 4 MB image only to compare its
+    rows again cost more than drawing the render itself.
+    """
+
+    distinct: Any
+    new: Any
+
+    @property
+    def row_of(self) -> Any:
+        """Index into ``distinct`` of every image row."""
+        return np.cumsum(self.new, dtype=np.intp) - 1
+
+    def array(self) -> Any:
+        """The full ``(1024, 1024, 4)`` uint8 image."""
+        return np.take(self.distinct, self.row_of, axis=0)
+
+
+def _row_intervals(spans: Spans) -> Any:
+    """Each texture row's covered columns as sorted, disjoint ``[begin, end)`` pairs, padded with
+    -1: ``(INNER, 2 m)`` int32, equal rows exactly when their pixels are equal.
+
+    Spans are sorted by (row, first column); a running maximum of ``row * K + end`` is the furthest
+    end so far within the row (earlier rows' keys are smaller), so a span opens a new interval
+    exactly when it starts after that end. Touching spans merge, so the pairs are the canonical
+    form of the covered set.
+    """
+    r, i0, i1 = spans
+    order = np.lexsort((i0, r))
+    r, i0, i1 = r[order], i0[order], i1[order]
+    k = 2 * IMAGE_SIZE  # larger than any column end
+    reach = np.maximum.accumulate(r * k + i1)
+    opens = np.empty(len(r), dtype=bool)
+    opens[0] = True
+    opens[1:] = i0[1:] > reach[:-1] - r[1:] * k
+    first = np.flatnonzero(opens)
+    last = np.append(first[1:] - 1, len(r) - 1)
+    rows = r[first]
+    begin, end = i0[first], reach[last] - rows * k
+    row_start = np.empty(len(rows), dtype=bool)
+    row_start[0] = True
+    row_start[1:] = rows[1:] != rows[:-1]
+    index = np.arange(len(rows))
+    slot = index - np.maximum.accumulate(np.where(row_start, index, 0))
+    table = np.full((INNER, 2 * (int(slot.max()) + 1)), -1, dtype=np.int32)
+    table[rows, 2 * slot] = begin
+    table[rows, 2 * slot + 1] = end
+    return table
+
+
+def render_rows(source: StabilityResult | Level | str | bytes) -> RenderRows:
+    """The similarity image (see :func:`render_level`) as :class:`RenderRows`, without the full image."""
+
+    new = np.zeros(IMAGE_SIZE, dtype=bool)
+    new[0] = True
+    spans = _spans(_scene(source), None)
+    if spans is None:
+        white = np.full((1, IMAGE_SIZE), _WHITE, dtype="<u4")
+        return RenderRows(white.view(np.uint8).reshape(1, IMAGE_SIZE, 4), new)
+    table = _row_intervals(spans)
+    # every image row's intervals (white margins: none), compared with the row above
+    image = np.full((IMAGE_SIZE, table.shape[1]), -1, dtype=np.int32)
+    image[MARGIN : MARGIN + INNER] = table
+    new[1:] = np.any(image[1:] != image[:-1], axis=1)
+    pairs = image[new]
+    rows, slots = np.nonzero(pairs[:, 0::2] >= 0)
+    diff = np.zeros((len(pairs), INNER + 1), dtype=np.int8)
+    diff[rows, pairs[rows, 2 * slots]] = 1  # intervals are disjoint and never touch: no collisions
+    diff[rows, pairs[rows, 2 * slots + 1]] = -1
+    cover = np.cumsum(diff, axis=1, dtype=np.int8)[:, :INNER] > 0
+    pixels = np.full((len(pairs), IMAGE_SIZE), _WHITE, dtype="<u4")
+    np.putmask(pixels[:, MARGIN : MARGIN + INNER], cover, np.uint32(_BLACK))
+    return RenderRows(pixels.view(np.uint8).reshape(len(pairs), IMAGE_SIZE, 4), new)
+
+
 def render_array(source: StabilityResult | Level | str | bytes) -> Any:
     """The similarity image as a (1024, 1024, 4) uint8 RGBA array (see :func:`render_level`)."""
 
-    # one uint32 per pixel (little-endian RGBA): opaque white, then black where sprites cover
-    pixels = np.full((IMAGE_SIZE, IMAGE_SIZE), _WHITE, dtype="<u4")
-    spans = _spans(_scene(source), None)
-    if spans is not None:
-        r_lo, c_lo, cover = _coverage(spans)
-        top, left = MARGIN + r_lo, MARGIN + c_lo
-        window = pixels[top : top + cover.shape[0], left : left + cover.shape[1]]
-        np.putmask(window, cover, np.uint32(_BLACK))
-    return pixels.view(np.uint8).reshape(IMAGE_SIZE, IMAGE_SIZE, 4)
+    return render_rows(source).array()
 
 
 def render_level(source: StabilityResult | Level | str | bytes) -> Image.Image:
@@ -223,8 +317,9 @@ def png_bytes(image: Image.Image) -> bytes:
 
 
 def render_png(source: StabilityResult | Level | str | bytes) -> bytes:
-    """The similarity image encoded as PNG bytes."""
-    return encode_png(render_array(source))
+    """The similarity image encoded as PNG bytes (the bytes :func:`encode_png` gives its array)."""
+    rows = render_rows(source)
+    return encode_rows(rows.distinct, rows.new)
 
 
 _MATERIAL_COLOURS = {"wood": (196, 140, 74), "stone": (140, 140, 150), "ice": (150, 210, 240)}
@@ -282,6 +377,7 @@ def render_color(source: StabilityResult | Level | str | bytes, *, size: int = 5
 
 
 __all__ = [
+    "RenderRows",
     "black_mask",
     "encode_png",
     "png_bytes",
@@ -289,5 +385,6 @@ __all__ = [
     "render_color",
     "render_level",
     "render_png",
+    "render_rows",
     "structure_bounds",
 ]

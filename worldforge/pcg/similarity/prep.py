@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from worldforge.pcg.similarity.classifier_input import resize_rows, rows_from_array
+from worldforge.pcg.similarity.classifier_input import Rows, resize_rows, rows_from_array
 
 
 @dataclass(frozen=True)
@@ -75,4 +75,14 @@ def prepare_pixels(pixels: Any, spec: PrepSpec) -> Any | None:
     return shortcut_values(rows, spec.size, spec.resample, spec.table, spec.uniform, spec.split)
 
 
-__all__ = ["PrepSpec", "PreparedPng", "prepare_pixels", "shortcut_values"]
+def prepare_rows(rows: Rows, spec: PrepSpec) -> Any | None:
+    """:func:`prepare_pixels` of the image ``rows`` describes (a renderer that knows its distinct
+    rows need not build the whole image; the values are the same)."""
+
+    channels = int(rows.distinct.shape[2]) if rows.distinct.ndim == 3 else 1
+    if rows.size != spec.image_size or channels != spec.channels:
+        return None
+    return shortcut_values(rows, spec.size, spec.resample, spec.table, spec.uniform, spec.split)
+
+
+__all__ = ["PrepSpec", "PreparedPng", "prepare_pixels", "prepare_rows", "shortcut_values"]
