@@ -8,6 +8,7 @@ suites: ..." messages), so every test gets the registry back as it found it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +21,12 @@ def _isolated_suite_registry() -> Iterator[None]:
     yield
     EvaluationSuite._registry.clear()
     EvaluationSuite._registry.update(saved)
+
+
+@pytest.fixture
+def model_env_free(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No model key, server URL or project config from the machine running the tests, and an empty
+    working directory: what model and gateway tests must not pick up by accident."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "WORLDFORGE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)

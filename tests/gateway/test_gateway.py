@@ -25,17 +25,11 @@ from worldforge.pcg.levels.glyphs import letter_program
 from worldforge.providers.mock_letters import derive_seed, letter_reply
 from worldforge.workspace import start_run
 
+pytestmark = pytest.mark.usefixtures("model_env_free")
+
 runner = CliRunner()
 SECRET = "sk-proj-Zq3J9x7LmP2vR8tY4wK6nB1cD5fH0gA9sE3uI7oQ"
 HI = [{"role": "user", "content": "draw the letter"}]
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No key, URL or project config from the machine running the tests."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "WORLDFORGE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

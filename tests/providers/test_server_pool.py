@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -19,14 +18,9 @@ from worldforge.providers.openai_compat import OpenAICompatProvider
 from worldforge.providers.openai_settings import OpenAISettings
 from worldforge.providers.server_pool import ServerPool
 
+pytestmark = pytest.mark.usefixtures("model_env_free")
+
 HI = [{"role": "user", "content": "hi"}]
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "WORLDFORGE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from worldforge.suites.science_birds.generate import model_capacity
 from worldforge.suites.science_birds.suite import evaluate
 from worldforge.workspace import start_run
 
+pytestmark = pytest.mark.usefixtures("model_env_free")
+
 LATENCY_S = 0.04
 
 
@@ -45,13 +47,6 @@ class SlowModel:
         finally:
             with self._lock:
                 self.in_flight -= 1
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "WORLDFORGE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture
