@@ -258,6 +258,10 @@ def test_submission_against_a_real_model_server_and_its_replay(
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+    # A reply of up to n_ctx tokens takes over the default 120 s when other jobs share the two
+    # cores; the llms4pcg package's own limit (500 s a trial) still bounds the trial.
+    (tmp_path / ".worldforge").mkdir()
+    (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
     ws = tmp_path / "ws"
     args = ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
             "--openai-base-url", llama_server.base_url, "--program", str(EXAMPLES / "llms4pcg-zero-shot"),
@@ -272,6 +276,7 @@ def test_submission_against_a_real_model_server_and_its_replay(
         (exchange,) = record["exchanges"]
         assert exchange["request"]["model"] == f"openai:{REAL_MODEL}"
         assert exchange["request"]["client_params"] == {"temperature": 1}  # what the package sent
+        assert exchange.get("response"), f"no reply from the model server: {exchange.get('error')}"
         assert record["usage"]["served_models"] == [REAL_MODEL] and record["usage"]["prompt_tokens"] > 100
         assert record["submission"]["outcome"] == "reply" or record["failed_stage"] != "generate"
     llama_server.stop()
