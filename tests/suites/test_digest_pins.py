@@ -21,8 +21,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:fa202e9b09a89ad09f97f84e66387fb507e4e985dd5bc2d5bc9c27ddbdca9c4d"
-SUITE_INPUT = "sha256:bd53b953ce97ca380819212211257925f52f8a41d657c3dbd17b9004459fde4a"
+SUITE_RESULT = "sha256:46abe4bbe5b6cb97036ba5e9f1283602055f582aa0d4a313a8b2bf29b7635e23"
+SUITE_INPUT = "sha256:450378c7aa3ef8485d600af0b015f3830d0827aa49b97374d3a623f2684879b0"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
