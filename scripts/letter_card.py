@@ -49,7 +49,8 @@ b11/b31/b13 mix, a fifth built without balance supports; every level converted, 
 and rendered by the project's pipeline. Heaps (more than a quarter of the blocks moved by over a cell)
 are excluded. {corpus["train_levels"]} training levels; programs digest `{corpus["programs_digest"]}`.
 {meta["epochs"]} epochs, AdamW + one-cycle (max lr {meta["lr"]}), batch 128, label smoothing 0.1,
-affine and stroke-weight augmentation, seed {meta["seed"]}, CPU.
+augmentation (block-grid re-quantization, affine and elastic jitter, stroke weight, added supports,
+missing blocks; `scripts/letter_training.py`), seed {meta["seed"]}, CPU.
 
 ## Accuracy
 Leave-one-family-out (trained on three families, {meta["lofo_epochs"]} epochs; tested on every

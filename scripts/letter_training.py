@@ -136,29 +136,158 @@ def as_tensor(splits: list[Split]) -> tuple[Any, Any]:
 
 
 def augment(batch: Any, generator: Any) -> Any:
-    """Affine jitter (scale, aspect, rotation, shift) and stroke weight on 128 px ink maps -> 64 px."""
+    """Training augmentation on 128 px ink maps -> normalized 64 px model input.
+
+    In order: block-grid re-quantization (30 % of the images redrawn on a coarser grid of 9-23
+    cells, the way another letter height lands on the block grid), affine jitter (scale 0.7-1.15,
+    aspect 0.7-1.4, rotation +-8 degrees, shear, shift +-12 %) with a smooth elastic displacement,
+    stroke weight (dilation by 3-7 px kernels, some one-directional, or erosion), added supports
+    (vertical bars filling a gap below a stroke, as the drop planner props up overhangs and
+    counters) and small cut-outs (missing blocks).
+    """
     import torch
     import torch.nn.functional as F
 
     n = batch.shape[0]
-    ink = 1.0 - batch
-    scale = torch.empty(n).uniform_(0.8, 1.12, generator=generator)
-    angle = torch.empty(n).uniform_(-6.0, 6.0, generator=generator) * math.pi / 180
-    shift = torch.empty(n, 2).uniform_(-0.1, 0.1, generator=generator)
-    aspect = torch.empty(n).uniform_(0.85, 1.15, generator=generator)
+    ink = _requantize(1.0 - batch, generator)
+    scale = torch.empty(n).uniform_(0.7, 1.15, generator=generator)
+    angle = torch.empty(n).uniform_(-8.0, 8.0, generator=generator) * math.pi / 180
+    shift = torch.empty(n, 2).uniform_(-0.12, 0.12, generator=generator)
+    aspect = torch.exp(torch.empty(n).uniform_(math.log(0.7), math.log(1.4), generator=generator))
+    shear = torch.empty(n).uniform_(-0.2, 0.2, generator=generator)
     cos, sin = torch.cos(angle) / scale, torch.sin(angle) / scale
     theta = torch.stack(
-        [torch.stack([cos * aspect, -sin, shift[:, 0]], 1), torch.stack([sin * aspect, cos, shift[:, 1]], 1)],
+        [
+            torch.stack([cos * aspect, shear - sin, shift[:, 0]], 1),
+            torch.stack([sin * aspect, cos, shift[:, 1]], 1),
+        ],
         1,
     )
-    grid = F.affine_grid(theta, list(ink.shape), align_corners=False)
+    grid = _affine_grid(theta, IMAGE, IMAGE)
+    warp = torch.randn(n, 2, 4, 4, generator=generator) * 0.03
+    grid = grid + F.interpolate(warp, size=(IMAGE, IMAGE), mode="bicubic", align_corners=False).permute(
+        0, 2, 3, 1
+    )
     ink = F.grid_sample(ink, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
-    morph = torch.rand(n, generator=generator)
-    dil = F.max_pool2d(ink, 3, stride=1, padding=1)
-    ero = -F.max_pool2d(-ink, 3, stride=1, padding=1)
-    ink = torch.where((morph < 0.25)[:, None, None, None], dil, ink)
-    ink = torch.where((morph > 0.85)[:, None, None, None], ero, ink)
+    ink = _stroke_weight(ink, generator)
+    ink = _supports(ink, generator)
+    ink = _cutouts(ink, generator)
     return _normalize(1.0 - F.avg_pool2d(ink, 2))
+
+
+def _draw(generator: Any, low: int, high: int) -> int:
+    """One integer in [low, high) from ``generator``."""
+    import torch
+
+    return int(torch.randint(low, high, (1,), generator=generator))
+
+
+def _affine_grid(theta: Any, height: int, width: int) -> Any:
+    """``F.affine_grid(theta, ..., align_corners=False)`` as one matrix product (6x faster on CPU)."""
+    import torch
+
+    ys = (torch.arange(height, dtype=torch.float32) * 2 + 1) / height - 1
+    xs = (torch.arange(width, dtype=torch.float32) * 2 + 1) / width - 1
+    base = torch.stack(
+        [xs.expand(height, width), ys[:, None].expand(height, width), torch.ones(height, width)], -1
+    )
+    return torch.einsum("hwk,nik->nhwi", base, theta)
+
+
+def _dilate(ink: Any, kh: int = 3, kw: int = 3) -> Any:
+    """Max filter over a ``kh`` x ``kw`` window (odd sizes), as two 1-D passes of shifted maxima."""
+    import torch
+    import torch.nn.functional as F
+
+    h, w = ink.shape[-2:]
+    padded = F.pad(ink, (kw // 2, kw // 2, kh // 2, kh // 2))
+    across = padded[..., :, 0:w]
+    for k in range(1, kw):
+        across = torch.maximum(across, padded[..., :, k : k + w])
+    out = across[..., 0:h, :]
+    for k in range(1, kh):
+        out = torch.maximum(out, across[..., k : k + h, :])
+    return out
+
+
+_WEIGHT_KERNELS = ((3, 3), (5, 5), (3, 5), (5, 3), (7, 3), (3, 7))
+
+
+def _stroke_weight(ink: Any, generator: Any) -> Any:
+    """A fifth of the images dilated (one kernel per batch), 15 % eroded by one pixel."""
+    import torch
+
+    draw = torch.rand(ink.shape[0], generator=generator)
+    out = ink.clone()
+    thick = torch.nonzero(draw < 0.2).flatten()
+    if len(thick):
+        kh, kw = _WEIGHT_KERNELS[_draw(generator, 0, len(_WEIGHT_KERNELS))]
+        out[thick] = _dilate(ink[thick], kh, kw)
+    thin = torch.nonzero(draw > 0.85).flatten()
+    if len(thin):
+        out[thin] = 1.0 - _dilate(1.0 - ink[thin])
+    return out
+
+
+def _requantize(ink: Any, generator: Any) -> Any:
+    """30 % of the images redrawn on a grid of 9-23 cells (area coverage above 0.45-0.6)."""
+    import torch
+    import torch.nn.functional as F
+
+    n = ink.shape[0]
+    chosen = torch.nonzero(torch.rand(n, generator=generator) < 0.3).flatten()
+    if not len(chosen):
+        return ink
+    cells = _draw(generator, 9, 24)
+    low = F.adaptive_avg_pool2d(ink[chosen], (cells, cells))
+    threshold = torch.empty(len(chosen), 1, 1, 1).uniform_(0.45, 0.6, generator=generator)
+    out = ink.clone()
+    out[chosen] = F.interpolate((low > threshold).float(), size=ink.shape[-2:], mode="nearest")
+    return out
+
+
+def _supports(ink: Any, generator: Any) -> Any:
+    """For 35 % of the images, one or two supports: in a random band of columns 3-8 px wide, the
+    gap below a random ink run is filled down to the next ink (or to the letter's bottom row)."""
+    import torch
+
+    out = ink.clone()
+    height, width = ink.shape[-2:]
+    for i in range(ink.shape[0]):
+        if float(torch.rand(1, generator=generator)) >= 0.35:
+            continue
+        image = ink[i, 0] > 0.5
+        rows = torch.nonzero(image.any(1)).flatten()
+        if not len(rows):
+            continue
+        bottom = int(rows.max())
+        for _ in range(_draw(generator, 1, 3)):
+            band = _draw(generator, 3, 9)
+            x0 = _draw(generator, 0, width - band)
+            column = image[:, x0 : x0 + band].any(1)
+            ys = torch.nonzero(column).flatten()
+            if not len(ys):
+                continue
+            y = int(ys[_draw(generator, 0, len(ys))])
+            while y + 1 < height and column[y + 1]:
+                y += 1
+            below = torch.nonzero(column[y + 1 :]).flatten()
+            end = y + 1 + int(below[0]) if len(below) else bottom + 1
+            out[i, 0, y:end, x0 : x0 + band] = 1.0
+    return out
+
+
+def _cutouts(ink: Any, generator: Any) -> Any:
+    """A fifth of the images lose one rectangle of 6-17 px (a missing or fallen block)."""
+    import torch
+
+    height, width = ink.shape[-2:]
+    for i in range(ink.shape[0]):
+        if float(torch.rand(1, generator=generator)) < 0.2:
+            x0, y0 = _draw(generator, 0, width - 16), _draw(generator, 0, height - 16)
+            w, h = _draw(generator, 6, 18), _draw(generator, 6, 18)
+            ink[i, :, y0 : y0 + h, x0 : x0 + w] = 0.0
+    return ink
 
 
 def _normalize(img: Any) -> Any:
@@ -233,6 +362,44 @@ def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: s
         )
     model.eval()
     return model
+
+
+@dataclass
+class FoldJob:
+    """One model to train and measure: (data, target) tensors to train on, named test sets."""
+
+    label: str
+    train: tuple[Any, Any]
+    tests: dict[str, tuple[Any, Any]]
+    epochs: int
+    seed: int
+    lr: float
+    threads: int
+
+
+def run_fold(job: FoldJob) -> dict[str, Any]:
+    """Train ``job``'s model and return the metrics of every test set (runs in a worker process)."""
+    import torch
+
+    torch.set_num_threads(job.threads)
+    data, target = job.train
+    model = train(data, target, epochs=job.epochs, seed=job.seed, lr=job.lr, label=job.label)
+    return {
+        name: metrics(softmax_rows(logits_of(model, test_data)), test_target.tolist())
+        for name, (test_data, test_target) in job.tests.items()
+    }
+
+
+def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, Any]]:
+    """:func:`run_fold` for every job, ``workers`` processes side by side (spawned: no forked
+    OpenMP state); results in the order of ``jobs``."""
+    import multiprocessing
+
+    if workers <= 1:
+        return [run_fold(job) for job in jobs]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(run_fold, jobs))
 
 
 def logits_of(model: Any, data: Any, batch: int = 256) -> Any:

@@ -21,8 +21,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:ac98695c37ae8a1a847cb861badccd9905be7b2f32bd09ef4bb1963d1f9b0948"
-SUITE_INPUT = "sha256:a7957e2961e66f0b2c5cb802a3d9f98f1d0ebf75545f97406b1a6bf9eea4f3db"
+SUITE_RESULT = "sha256:46abe4bbe5b6cb97036ba5e9f1283602055f582aa0d4a313a8b2bf29b7635e23"
+SUITE_INPUT = "sha256:450378c7aa3ef8485d600af0b015f3830d0827aa49b97374d3a623f2684879b0"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
