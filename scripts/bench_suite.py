@@ -8,7 +8,10 @@ report sections) and writes JSON with the stage breakdown. Goal: < 60 s on a 2-c
     python scripts/bench_suite.py [--output bench-results/bench_suite.json] [--workers N]
                                   [--run-workspace DIR] [--letters A-Z] [--trials 10]
 
-Stage caches are disabled (a fresh temporary cache directory) so every level is computed.
+Stage caches are disabled (a fresh temporary cache directory) so every level is computed. The
+directory is made under ``--dir`` (default: the current directory), as the suite's own cache lives
+in the project's ``.worldforge``: on some machines creating a file in the system's ``/tmp`` costs
+far more than elsewhere on the same disk, and the suite writes several cache files per level.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--run-workspace", type=Path, default=None, help="also record the run (slower: fsyncs)"
     )
+    parser.add_argument(
+        "--dir", type=Path, default=Path("."), help="where the temporary stage cache is made (default: .)"
+    )
     args = parser.parse_args(argv)
 
     from worldforge.forge import WorldForge
@@ -59,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     t_load = time.perf_counter()
     classifier_identity = classifier.identity()  # loads the weights (reported separately)
     load_s = time.perf_counter() - t_load
-    with tempfile.TemporaryDirectory() as cache:
+    cache_parent = args.dir.resolve()
+    in_system_temp = cache_parent.is_relative_to(Path(tempfile.gettempdir()).resolve())
+    with tempfile.TemporaryDirectory(prefix=".wf-bench-cache-", dir=cache_parent) as cache:
         options = {
             "programs": [args.program],
             "characters": args.letters,
@@ -123,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
+            "cache_location": "system-temp" if in_system_temp else "other",
         },
         "notes": "level_stages = extract+convert+simulate+render in the process pool; items_total covers "
         "generation to records; score_and_report covers diversity, weights, scores, ranking and sections.",
