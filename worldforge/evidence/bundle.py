@@ -149,7 +149,7 @@ class _Builder:
         from its source with a withheld source digest and size (the size would give a secret's
         length). Returns the withheld digests, for the files generated afterwards.
         """
-        changes, withheld = withhold(self.sources, {p: self.written[p] for p in self.sources})
+        changes, withheld = withhold(self.sources, self.written)
         for path, data in changes.items():
             (self.output_dir / path).write_bytes(data)
             self.written[path] = data

@@ -52,8 +52,12 @@ def classify_batch(
             f"the classifier on a cluster node is {mine}, not the driver's {dict(identity)}: "
             "install the same checkpoint on every node."
         )
-    inputs = [PreparedPng(png, prep) if prep is not None else png for png, prep in items]
-    return classifier.classify(inputs, embedding)
+    return classifier.classify(_inputs(items), embedding)
+
+
+def _inputs(items: Sequence[tuple[bytes, Any]]) -> list[Any]:
+    """The classifier's inputs: each PNG with the input its level worker prepared, when there is one."""
+    return [PreparedPng(png, prep) if prep is not None else png for png, prep in items]
 
 
 @dataclass
@@ -122,18 +126,14 @@ class ItemClassifier:
                 pending.missing.append((iid, key))
         if not pending.missing:
             return pending
+        items = [(bytes(pngs[iid]), prepared.get(iid)) for iid, _ in pending.missing]
         pool = self._pool()
         if pool is not None:
-            items = [(bytes(pngs[iid]), prepared.get(iid)) for iid, _ in pending.missing]
             identity = self.classifier.identity()
             pending.future = pool.submit(classify_batch, identity, items, self.embedding)
             return pending
-        inputs = [
-            PreparedPng(pngs[iid], prepared[iid]) if iid in prepared else pngs[iid]
-            for iid, _ in pending.missing
-        ]
         with torch_threads(1 if self.single_thread else None):
-            vectors = self.classifier.classify(inputs, self.embedding)
+            vectors = self.classifier.classify(_inputs(items), self.embedding)
         self._store(pending, vectors)
         return pending
 
