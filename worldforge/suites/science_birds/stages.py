@@ -390,13 +390,11 @@ def _split_box_resize_exact(size: int, width: int, height: int) -> bool:
     return bool(np.array_equal(np.asarray(whole), np.asarray(split)))
 
 
-def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX, *, pixels: Any = None) -> str:
-    """A small embedded PNG for the report gallery (nearest-neighbour keeps the two colours).
+def thumbnail_data_uri(png: bytes, size: int = THUMBNAIL_PX) -> str:
+    """A small embedded PNG for the report gallery, from a PNG (a level worker that has the render's
+    rows uses :func:`_thumbnail_from_rows` instead and never decodes its PNG)."""
 
-    ``pixels``: the image's RGBA pixels when they are at hand (the same image as ``png``, which is
-    lossless), so the PNG need not be decoded again."""
-
-    with Image.fromarray(pixels, mode="RGBA") if pixels is not None else Image.open(io.BytesIO(png)) as img:
+    with Image.open(io.BytesIO(png)) as img:
         return _thumbnail(img, size)
 
 
