@@ -3,15 +3,15 @@
 
 Measures wall time from the first reply to the final report (generation, extraction, conversion,
 Box2D simulation, rendering, classification with the bundled classifier, records, scoring and
-report sections) and writes JSON with the stage breakdown. Goal: < 60 s on a 2-core machine.
+report sections) and writes JSON with the stage breakdown. Goal: < 15 s on a 2-core machine.
 
     python scripts/bench_suite.py [--output bench-results/bench_suite.json] [--workers N]
                                   [--run-workspace DIR] [--letters A-Z] [--trials 10]
 
 Stage caches are disabled (a fresh temporary cache directory) so every level is computed. The
 directory is made under ``--dir`` (default: the current directory), as the suite's own cache lives
-in the project's ``.worldforge``: on some machines creating a file in the system's ``/tmp`` costs
-far more than elsewhere on the same disk, and the suite writes several cache files per level.
+in the project's ``.worldforge``: on some machines the system's ``/tmp`` is a slower file system
+than the rest of the disk.
 """
 
 from __future__ import annotations

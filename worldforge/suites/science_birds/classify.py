@@ -26,7 +26,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.execution import StatefulPool, stateful_pool
 from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.suites.science_birds.config import Classifier
-from worldforge.suites.science_birds.stages import StageCache
+from worldforge.suites.science_birds.stage_cache import StageCache
 
 #: ``(softmax, embedding)`` of one image.
 Vectors = tuple[list[float], list[float]]

@@ -37,7 +37,8 @@ from worldforge.providers.ollama import (
 )
 from worldforge.providers.server_pool import ServerPool
 from worldforge.suites.science_birds.config import ItemKey, SuiteConfig
-from worldforge.suites.science_birds.stages import StageCache, reply_preview, screen_reply
+from worldforge.suites.science_birds.stage_cache import StageCache
+from worldforge.suites.science_birds.stages import reply_preview, screen_reply
 from worldforge.suites.science_birds.submissions import submission_item
 
 #: One item to generate: its key, trial seed and input digest (as the runner queues them).

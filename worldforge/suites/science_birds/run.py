@@ -43,9 +43,9 @@ from worldforge.suites.science_birds.config import (
     enumerate_items,
 )
 from worldforge.suites.science_birds.generate import Generator, Job, PendingReplies
+from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import (
     LevelJob,
-    StageCache,
     run_level_stages,
     stage_versions,
     thumbnail_data_uri,

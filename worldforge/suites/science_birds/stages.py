@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import base64
 import io
-import threading
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, digest_text
 from worldforge.core.errors import StageError, WorldForgeError
-from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.levels.convert import convert
 from worldforge.pcg.levels.extract import extract_code
 from worldforge.pcg.sim.physics import simulate
@@ -40,6 +36,7 @@ from worldforge.pcg.sim.png import encode_rows
 from worldforge.pcg.sim.render import render_rows
 from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_png
 from worldforge.pcg.similarity.prep import prepare_rows
+from worldforge.suites.science_birds.stage_cache import StageCache
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
 #: the margin lets a 10,000-line program reach extraction and fail there with a precise reason).
@@ -53,8 +50,6 @@ PREVIEW_CHARS = 2_000
 THUMBNAIL_PX = 96
 
 STAGES = ("generate", "extract", "convert", "simulate", "render", "classify")
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes of every PNG
 _ALLOWED_CONTROL = {"\t", "\n", "\r"}
 
 
@@ -107,85 +102,6 @@ def reply_preview(text: Any) -> str:
     head = text[:PREVIEW_CHARS]
     safe = head.encode("utf-8", "backslashreplace").decode("utf-8")
     return "".join(ch if ord(ch) >= 32 or ch in _ALLOWED_CONTROL else f"\\x{ord(ch):02x}" for ch in safe)
-
-
-class StageCache:
-    """Content-addressed stage outputs: in memory, and on disk when a directory is given.
-
-    Keys are ``digest_payload({"stage", "version", "input"})``. JSON values and PNG blobs are
-    stored separately (``<stage>/<aa>/<hex>.json`` / ``.png``); writes are atomic so a killed run
-    leaves either a complete entry or none. They are not fsynced (a run writes several entries per
-    item): an entry an operating-system crash damaged fails validation when read (JSON that does
-    not parse, a PNG without its signature and end chunk) and is recomputed.
-    """
-
-    def __init__(self, root: Path | None) -> None:
-        self.root = root
-        self._memory: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self.hits: dict[str, int] = {}
-        self.misses: dict[str, int] = {}
-
-    @staticmethod
-    def key(stage: str, version: str, input_digest: str) -> str:
-        return digest_payload({"stage": stage, "version": version, "input": input_digest})
-
-    def _path(self, stage: str, key: str, suffix: str) -> Path | None:
-        if self.root is None:
-            return None
-        hexd = key.split(":", 1)[1]
-        return self.root / stage / hexd[:2] / f"{hexd}{suffix}"
-
-    def _count(self, table: dict[str, int], stage: str) -> None:
-        with self._lock:
-            table[stage] = table.get(stage, 0) + 1
-
-    def get_json(self, stage: str, key: str) -> Any | None:
-        mem = self._memory.get(key)
-        if mem is not None:
-            self._count(self.hits, stage)
-            return mem
-        path = self._path(stage, key, ".json")
-        if path is not None and path.is_file():
-            import json
-
-            try:
-                value = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                value = None
-            if value is not None:
-                self._memory[key] = value
-                self._count(self.hits, stage)
-                return value
-        self._count(self.misses, stage)
-        return None
-
-    def put_json(self, stage: str, key: str, value: Any) -> None:
-        self._memory[key] = value
-        path = self._path(stage, key, ".json")
-        if path is not None:
-            atomic_write_bytes(path, canonical_json(value), durable=False)
-
-    def get_blob(self, stage: str, key: str) -> bytes | None:
-        mem = self._memory.get(key)
-        if isinstance(mem, bytes):
-            self._count(self.hits, stage)
-            return mem
-        path = self._path(stage, key, ".png")
-        if path is not None and path.is_file():
-            data = path.read_bytes()
-            if data.startswith(_PNG_SIGNATURE) and data.endswith(_PNG_END):
-                self._memory[key] = data
-                self._count(self.hits, stage)
-                return data
-        self._count(self.misses, stage)
-        return None
-
-    def put_blob(self, stage: str, key: str, data: bytes) -> None:
-        self._memory[key] = data
-        path = self._path(stage, key, ".png")
-        if path is not None:
-            atomic_write_bytes(path, data, durable=False)
 
 
 @dataclass(frozen=True)
@@ -415,7 +331,6 @@ __all__ = [
     "MAX_REPLY_CHARS",
     "STAGES",
     "LevelJob",
-    "StageCache",
     "module_version",
     "reply_preview",
     "run_level_stages",

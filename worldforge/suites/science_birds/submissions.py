@@ -39,7 +39,8 @@ from worldforge.execution.sandbox import (
 )
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs.submission import SubmissionProgram
-from worldforge.suites.science_birds.stages import StageCache, reply_preview, screen_reply
+from worldforge.suites.science_birds.stage_cache import StageCache
+from worldforge.suites.science_birds.stages import reply_preview, screen_reply
 
 #: The packages' per-trial limits (``max_time`` in their chat functions) and their default model.
 PACKAGE_SECONDS = {"chatgpt4pcg": 120.0, "llms4pcg": 500.0}

@@ -56,7 +56,8 @@ from worldforge.suites.science_birds.config import (
 from worldforge.suites.science_birds.report import build_sections, official_artifacts, result_rows
 from worldforge.suites.science_birds.run import ItemRunner, RunState
 from worldforge.suites.science_birds.scores import score_cohort
-from worldforge.suites.science_birds.stages import StageCache, module_version, stage_versions
+from worldforge.suites.science_birds.stage_cache import StageCache
+from worldforge.suites.science_birds.stages import module_version, stage_versions
 from worldforge.suites.science_birds.submissions import SubmissionTrials
 from worldforge.suites.science_birds.submissions import prepare as prepare_submissions
 
