@@ -74,6 +74,11 @@ PIXEL_FONTS = (
 )
 PIXEL_SIZES = (12, 14, 16, 20, 24, 28, 32)
 _HI = 160  # px em size for outline rasterization
+#: Outline letters are drawn at least this many rows high: below it a serif or bold face has no room
+#: for its strokes and gaps (a bitmap design, the ``pixel`` family, draws letters that small).
+FONT_MIN_ROWS = 8
+#: Draws of a glyph until the block grid keeps its counters (see ``_faithful``).
+FAITHFUL_TRIES = 20
 FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb"
 
 
@@ -240,6 +245,10 @@ def _coverage(img: Any, width: int, height: int, threshold: float) -> Cells:
 
 def stroke_cells(letter: str, rng: random.Random) -> Cells:
     """A skeleton shape of ``letter``, jittered, drawn 1-3 cells thick at a random size."""
+    return _faithful(_stroke_draw, letter, rng)
+
+
+def _stroke_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     from PIL import Image, ImageDraw
 
     shape = rng.choice(SKELETONS[letter])
@@ -263,7 +272,7 @@ def stroke_cells(letter: str, rng: random.Random) -> Cells:
         for x, y in (points[0], points[-1]):
             r = thick * px / 2
             draw.rectangle((x - r, y - r, x + r - 1, y + r - 1), fill=255)
-    return _coverage(img, width, height, rng.uniform(0.3, 0.5))
+    return img, _coverage(img, width, height, rng.uniform(0.3, 0.5))
 
 
 @lru_cache(maxsize=64)
@@ -277,18 +286,76 @@ def _outline(path: str, letter: str) -> Any:
 
 
 def font_cells(letter: str, rng: random.Random) -> Cells:
-    """An outline-font glyph area-quantized to 6-16 rows with a random stroke weight and width."""
+    """An outline-font glyph area-quantized to 8-16 rows with a random stroke weight and width."""
+    return _faithful(_font_draw, letter, rng)
+
+
+def _font_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     from PIL import ImageFilter
 
     img = _outline(rng.choice(require_fonts(FONT_FILES)), letter)
-    height = rng.randint(6, GRID_HEIGHT)
+    height = rng.randint(FONT_MIN_ROWS, GRID_HEIGHT)
     weight = rng.uniform(0.8, 1.6)
     if weight > 1.0:
         size = int(round((weight - 1.0) * img.height / height * 0.6)) * 2 + 1
         if size >= 3:
             img = img.filter(ImageFilter.MaxFilter(size))
     width = max(2, min(GRID_WIDTH, round(height * img.width / img.height * rng.uniform(0.7, 1.15))))
-    return _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
+    return img, _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
+
+
+def counters(cells: Sequence[Sequence[int]], min_area: int = 1) -> int:
+    """Enclosed background regions (4-connected, at least ``min_area`` cells): the letter's counters."""
+    h, w = len(cells), len(cells[0])
+    seen = [[False] * w for _ in range(h)]
+    count = 0
+    for r0 in range(h):
+        for c0 in range(w):
+            if cells[r0][c0] or seen[r0][c0]:
+                continue
+            seen[r0][c0] = True
+            stack, size, open_ = [(r0, c0)], 0, False
+            while stack:
+                r, c = stack.pop()
+                size += 1
+                open_ = open_ or r in (0, h - 1) or c in (0, w - 1)
+                for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                    if 0 <= rr < h and 0 <= cc < w and not cells[rr][cc] and not seen[rr][cc]:
+                        seen[rr][cc] = True
+                        stack.append((rr, cc))
+            if not open_ and size >= min_area:
+                count += 1
+    return count
+
+
+def _drawing_counters(img: Any, cells: Cells) -> int:
+    """Counters of the drawing a grid was quantized from, at 4x the grid's resolution; a counter
+    smaller than half a cell (a joint's pinhole) does not count."""
+    from PIL import Image
+
+    width, height = len(cells[0]) * 4, len(cells) * 4
+    small = img.resize((width, height), Image.Resampling.BOX)
+    data = small.load()
+    fine = [[1 if data[c, r] >= 128 else 0 for c in range(width)] for r in range(height)]
+    return counters(fine, min_area=8)
+
+
+def _faithful(
+    draw: Callable[[str, random.Random], tuple[Any, Cells]], letter: str, rng: random.Random
+) -> Cells:
+    """Draw until the block grid keeps the drawing's counters (at most ``FAITHFUL_TRIES`` draws).
+
+    Quantizing a glyph to a few rows can fill a counter (a bold ``A``, ``B`` or ``e``-like ``S`` becomes
+    a blob) or close an opening into one (``C`` -> ``O``, ``E`` -> ``B``): the level then shows another
+    letter or none, and its label would be wrong. Such draws are replaced by the next draw of the
+    same seeded generator, so the family stays deterministic.
+    """
+    cells: Cells = []
+    for _ in range(FAITHFUL_TRIES):
+        img, cells = draw(letter, rng)
+        if counters(cells) == _drawing_counters(img, cells):
+            return cells
+    return cells
 
 
 @lru_cache(maxsize=64)

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--train-seeds", type=int, default=140, help="training programs per letter and family"
+        "--train-seeds", type=int, default=160, help="training programs per letter and family"
     )
     parser.add_argument(
         "--heldout-seeds", type=int, default=3, help="held-out programs per letter and family"
