@@ -7,8 +7,8 @@ letters drawn in a way it never saw:
 * ``glyph``  - the mock generator :func:`worldforge.pcg.levels.glyphs.letter_program` (DejaVu faces,
   Pillow's default font, the built-in 5x7 bitmap), as before.
 * ``font``   - outline fonts from Debian packages (Liberation, FreeFont, Noto; regular and bold,
-  upright and italic) rasterized at several heights, widths and stroke weights and quantized to the
-  block grid by area coverage.
+  upright and italic) rasterized at 8-16 rows, several widths and stroke weights and quantized to
+  the block grid by area coverage.
 * ``pixel``  - the Terminus bitmap font (Debian ``fonts-terminus-otb``), native pixel glyphs of
   6-20 rows, scaled by whole cells and optionally thickened: blocky dot-matrix letters.
 * ``stroke`` - skeletons written here as polylines in a unit box, with alternate shapes for letters
@@ -16,6 +16,9 @@ letters drawn in a way it never saw:
   drawn with strokes one to three cells thick.
 * ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
   handdrawn-letters.json``). Never used for training in any fold: the independent check.
+
+A ``font`` or ``stroke`` grid that gained or lost a counter against the drawing it was quantized
+from (a filled bowl, ``C`` closed into ``O``) is drawn again: its label would be wrong.
 
 Every target grid is decomposed by :func:`worldforge.pcg.levels.drop_plan.plan_blocks` with a random
 block-type preference (``b31`` vs ``b11``, merging into ``b13``), and for a fifth of the levels

@@ -73,6 +73,42 @@ def test_pixel_family_uses_whole_cell_bitmap_glyphs() -> None:
     assert all(row[0] == 1 and row[-1] == 1 for row in trimmed)
 
 
+def test_counters_count_enclosed_background_only() -> None:
+    def grid(text: str) -> list[list[int]]:
+        return [[1 if ch == "#" else 0 for ch in row] for row in text.split()]
+
+    assert lf.counters(grid("### #.# ### #.# #.#")) == 1  # A
+    assert lf.counters(grid("##. #.# ##. #.# ##.")) == 2  # B
+    assert lf.counters(grid("### #.. #.. #.. ###")) == 0  # C: its opening reaches the border
+    assert lf.counters(grid("### #.# ###")) == 1
+    assert lf.counters(grid("#### #..# #..# ####"), min_area=5) == 0  # a 4-cell pinhole is not one
+    assert lf.counters(grid("#### #..# #..# ####"), min_area=4) == 1
+
+
+@fonts
+@pytest.mark.parametrize("family", ["font", "stroke"])
+def test_drawn_families_keep_the_counters_of_their_drawing(family: str) -> None:
+    import random
+
+    draw = {"font": lf._font_draw, "stroke": lf._stroke_draw}[family]
+    redrawn = 0
+    for letter in "ABCEGKOQRS":
+        for seed in range(8):
+            cells = lf.CELL_FAMILIES[family](letter, random.Random(seed))
+            # the family's grid is the first draw of the same generator whose counters match
+            rng = random.Random(seed)
+            for _ in range(lf.FAITHFUL_TRIES):
+                img, candidate = draw(letter, rng)
+                if lf.counters(candidate) == lf._drawing_counters(img, candidate):
+                    break
+                redrawn += 1
+            assert candidate == cells, (letter, seed)
+            if family == "font":
+                assert len(cells) >= lf.FONT_MIN_ROWS
+    if family == "font":
+        assert redrawn > 0  # quantizing really does lose counters, and such draws are replaced
+
+
 @fonts
 def test_handdrawn_fixture_two_per_letter_and_buildable() -> None:
     data = json.loads(lf.HANDDRAWN.read_text())

@@ -21,8 +21,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:46abe4bbe5b6cb97036ba5e9f1283602055f582aa0d4a313a8b2bf29b7635e23"
-SUITE_INPUT = "sha256:450378c7aa3ef8485d600af0b015f3830d0827aa49b97374d3a623f2684879b0"
+SUITE_RESULT = "sha256:6bfc1a6fb07b018934fd0ba767a96cf5301cd4912d714389c7b9deaa9b7376f8"
+SUITE_INPUT = "sha256:e3ecd778a486cfd736c7c03289b6bbe999bbfbca375fffa90509130f74599d2b"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
