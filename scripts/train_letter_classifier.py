@@ -22,7 +22,7 @@ Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifie
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
 (families, corpus digest). Deterministic for a given seed, machine and thread count (CPU only).
 
-    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # about 28 min on 2 idle cores
+    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # about 39 min on 2 idle cores
     .venv/bin/python scripts/train_letter_classifier.py --quick             # smoke run into /tmp
 """
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--train-seeds", type=int, default=300, help="training programs per letter and family"
+        "--train-seeds", type=int, default=400, help="training programs per letter and family"
     )
     parser.add_argument(
         "--heldout-seeds", type=int, default=3, help="held-out programs per letter and family"

@@ -21,8 +21,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:6bfc1a6fb07b018934fd0ba767a96cf5301cd4912d714389c7b9deaa9b7376f8"
-SUITE_INPUT = "sha256:e3ecd778a486cfd736c7c03289b6bbe999bbfbca375fffa90509130f74599d2b"
+SUITE_RESULT = "sha256:29d712eb14dca47f28f4aba3b2e5360319b43b47b6a09a5dfb8b513f443e6ecf"
+SUITE_INPUT = "sha256:e5d95a030df84de793ec7a01f212fcba1a0e088b9e9e82e96d3983ccb31f3a5f"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
