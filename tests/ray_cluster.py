@@ -21,6 +21,39 @@ ROOT = Path(__file__).resolve().parents[1]
 OBJECT_STORE_BYTES = 200 * 1024 * 1024
 
 
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, parent, process group, session) of a process, from ``/proc``."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _alive(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
+def _session_processes(leader: int) -> list[int]:
+    """Processes of the session ``leader`` started (or its group), and all their descendants."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None:
+                table[int(entry.name)] = stat
+    found = {pid for pid, (_, _, group, session) in table.items() if leader in (group, session)}
+    found.add(leader)
+    grew = True
+    while grew:
+        children = {pid for pid, (_, parent, _, _) in table.items() if parent in found} - found
+        found |= children
+        grew = bool(children)
+    return sorted(found)
+
+
 def env_value(name: str) -> str | None:
     """Runs on a worker: what it sees of an environment variable."""
     return os.environ.get(name)
@@ -125,10 +158,25 @@ class LocalRayCluster:
         raise RuntimeError(f"cluster did not reach {cpus} CPUs: {self.logs()}")
 
     def kill_worker(self) -> None:
-        """SIGKILL the worker node's whole process group (raylet, object store, its workers)."""
-        if self.worker is not None and self.worker.poll() is None:
-            os.killpg(self.worker.pid, signal.SIGKILL)
-            self.worker.wait(timeout=30)
+        """SIGKILL every process of the worker node (raylet, object store, its task and actor
+        workers), as a machine failure would, and wait until they are gone.
+
+        Killing the node's process group alone is not enough: an actor's worker process serves the
+        driver's calls directly and can go on answering for seconds after its raylet died, so a
+        fast run could still send work to a node the test considers dead.
+        """
+        if self.worker is None or self.worker.poll() is not None:
+            return
+        doomed = _session_processes(self.worker.pid)
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.worker.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(pid) for pid in doomed):
+            time.sleep(0.05)
 
     def logs(self) -> str:
         return " | ".join(p.read_text(errors="replace")[-800:] for p in sorted(self.temp.glob("node-*.log")))
