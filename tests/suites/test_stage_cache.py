@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from worldforge.suites.science_birds.stage_cache import DB_NAME, PNG_END, PNG_SIGNATURE, StageCache
+from worldforge.pcg.sim.png import PNG_END, PNG_SIGNATURE
+from worldforge.suites.science_birds.stage_cache import DB_NAME, StageCache
 
 PNG = PNG_SIGNATURE + b"\x00" * 20 + PNG_END
 

@@ -20,6 +20,11 @@ from typing import Any
 
 import numpy as np
 
+#: The 8 bytes every PNG starts with, and its last 8: the IEND chunk's type and CRC (an empty
+#: chunk, so always the same). A file with both was written to the end.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_END = b"IEND\xaeB`\x82"
+
 _MOD_ADLER = 65521
 _FILTER_NONE = 0
 _FILTER_UP = 2
@@ -152,9 +157,7 @@ def encode_rows(distinct: Any, new: Any) -> bytes:
         d += n
     idat = _ZLIB_HEADER + b"".join(segments) + _FINAL_EMPTY_BLOCK + struct.pack(">I", adler)
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
-    return b"".join(
-        (b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", idat), _chunk(b"IEND", b""))
-    )
+    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", idat), _chunk(b"IEND", b"")))
 
 
-__all__ = ["encode_png", "encode_rows"]
+__all__ = ["PNG_END", "PNG_SIGNATURE", "encode_png", "encode_rows"]

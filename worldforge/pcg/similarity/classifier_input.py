@@ -36,7 +36,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from PIL import Image
 
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from worldforge.pcg.sim.png import PNG_SIGNATURE
+
 _PNG_CHANNELS = {0: 1, 2: 3, 6: 4}  # colour type -> bytes per pixel at bit depth 8
 _PNG_REFUSED = {b"tRNS", b"acTL"}  # ancillary chunks that change what Pillow returns
 _FILTER_SUB, _FILTER_UP = 1, 2
@@ -180,7 +181,7 @@ def rows_from_png(data: bytes | bytearray | memoryview, *, max_pixels: int | Non
     decompression-bomb limit), so that Pillow decodes it and raises or warns as it always did.
     """
     view = memoryview(data).cast("B")
-    if bytes(view[:8]) != _PNG_SIGNATURE:
+    if bytes(view[:8]) != PNG_SIGNATURE:
         return None
     header: tuple[int, ...] | None = None
     idat: list[memoryview] = []

@@ -27,17 +27,17 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from worldforge.core.canonical import canonical_json
 from worldforge.core.digests import digest_payload
+from worldforge.pcg.sim.png import PNG_END, PNG_SIGNATURE
 
 #: The database in a cache directory (entries of every stage; ``PRAGMA user_version`` = format).
 DB_NAME = "stages.sqlite"
 FORMAT_VERSION = 1
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes of every PNG
 _BUSY_TIMEOUT_S = 60.0
 
 _SCHEMA = (
@@ -59,6 +59,18 @@ class _FormatMismatch(sqlite3.DatabaseError):
     pass
 
 
+def _json_value(data: bytes) -> Any | None:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def _png_value(data: bytes) -> bytes | None:
+    """The PNG if it is whole (its signature and end chunk): a write cut short is a miss."""
+    return data if data.startswith(PNG_SIGNATURE) and data.endswith(PNG_END) else None
+
+
 class StageCache:
     """Stage outputs in memory, and in ``<root>/stages.sqlite`` when a directory is given.
 
@@ -69,7 +81,7 @@ class StageCache:
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
-        self._memory: dict[str, Any] = {}
+        self._memory: dict[tuple[str, str], Any] = {}  # (kind, key) -> value
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
@@ -172,44 +184,30 @@ class StageCache:
         with self._lock:
             table[stage] = table.get(stage, 0) + 1
 
+    def _get(self, stage: str, key: str, kind: str, decode: Callable[[bytes], Any | None]) -> Any | None:
+        """The entry from memory, else from disk if ``decode`` accepts it (``None``: invalid)."""
+        value = self._memory.get((kind, key))
+        if value is None:
+            data = self._read(key, kind)
+            value = decode(data) if data is not None else None
+            if value is not None:
+                self._memory[(kind, key)] = value
+        self._count(self.hits if value is not None else self.misses, stage)
+        return value
+
     def get_json(self, stage: str, key: str) -> Any | None:
-        mem = self._memory.get(key)
-        if mem is not None:
-            self._count(self.hits, stage)
-            return mem
-        data = self._read(key, "json")
-        value = None
-        if data is not None:
-            try:
-                value = json.loads(data.decode("utf-8"))
-            except ValueError:
-                value = None
-        if value is not None:
-            self._memory[key] = value
-            self._count(self.hits, stage)
-            return value
-        self._count(self.misses, stage)
-        return None
+        return self._get(stage, key, "json", _json_value)
 
     def put_json(self, stage: str, key: str, value: Any) -> None:
-        self._memory[key] = value
+        self._memory[("json", key)] = value
         self._write(key, "json", stage, canonical_json(value))
 
     def get_blob(self, stage: str, key: str) -> bytes | None:
-        mem = self._memory.get(key)
-        if isinstance(mem, bytes):
-            self._count(self.hits, stage)
-            return mem
-        data = self._read(key, "png")
-        if data is not None and data.startswith(PNG_SIGNATURE) and data.endswith(PNG_END):
-            self._memory[key] = data
-            self._count(self.hits, stage)
-            return data
-        self._count(self.misses, stage)
-        return None
+        data: bytes | None = self._get(stage, key, "png", _png_value)
+        return data
 
     def put_blob(self, stage: str, key: str, data: bytes) -> None:
-        self._memory[key] = data
+        self._memory[("png", key)] = data
         self._write(key, "png", stage, data)
 
     def entries(self) -> dict[str, int]:
@@ -225,4 +223,4 @@ class StageCache:
         return {str(stage): int(count) for stage, count in rows}
 
 
-__all__ = ["DB_NAME", "PNG_END", "PNG_SIGNATURE", "StageCache"]
+__all__ = ["DB_NAME", "StageCache"]

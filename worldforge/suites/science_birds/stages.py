@@ -1,14 +1,15 @@
-"""Per-item stages of the Science Birds suite and their content-addressed cache.
+"""Per-item stages of the Science Birds suite, keyed for the content-addressed stage cache.
 
 One *item* is (model, program, letter, trial). Its stages run in the competition's order:
 ``generate`` (chat turns) → ``extract`` (reply → ``drop_block`` program) → ``convert`` (program →
 level XML) → ``simulate`` (Box2D stability) → ``render`` (1024² black-on-white PNG) → ``classify``.
 
-Every stage output is keyed by the digest of its inputs plus the stage's *version*, so a cache hit
-is exact: re-scoring the same replies with another classifier reuses generation and physics, and
-changing the physics code (its version is the digest of its source) invalidates only the stages
-from ``simulate`` on. The version of a stage whose module carries no explicit version constant is
-the sha256 of the module's source file: a code change can never silently reuse stale results.
+Every stage output is keyed by the digest of its inputs plus the stage's *version*, so a hit in
+the stage cache (``stage_cache.py``) is exact: re-scoring the same replies with another classifier
+reuses generation and physics, and changing the physics code (its version is the digest of its
+source) invalidates only the stages from ``simulate`` on. The version of a stage whose module
+carries no explicit version constant is the sha256 of the module's source file: a code change can
+never silently reuse stale results.
 
 LLM replies are data. They are screened (size, binary/control characters, unencodable text) before
 extraction, only parsed by the official regular expressions, and never executed, imported or
