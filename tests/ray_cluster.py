@@ -45,13 +45,25 @@ def _session_processes(leader: int) -> list[int]:
             if stat is not None:
                 table[int(entry.name)] = stat
     found = {pid for pid, (_, _, group, session) in table.items() if leader in (group, session)}
-    found.add(leader)
     grew = True
     while grew:
         children = {pid for pid, (_, parent, _, _) in table.items() if parent in found} - found
         found |= children
         grew = bool(children)
     return sorted(found)
+
+
+def _kill_session(leader: int, timeout: float = 30.0) -> None:
+    """SIGKILL every process of a node's session and wait until they are gone."""
+    doomed = _session_processes(leader)
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in doomed):
+        time.sleep(0.05)
 
 
 def env_value(name: str) -> str | None:
@@ -167,16 +179,8 @@ class LocalRayCluster:
         """
         if self.worker is None or self.worker.poll() is not None:
             return
-        doomed = _session_processes(self.worker.pid)
-        for pid in doomed:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_session(self.worker.pid)
         self.worker.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(_alive(pid) for pid in doomed):
-            time.sleep(0.05)
 
     def logs(self) -> str:
         return " | ".join(p.read_text(errors="replace")[-800:] for p in sorted(self.temp.glob("node-*.log")))
@@ -194,11 +198,9 @@ class LocalRayCluster:
                 except ProcessLookupError:
                     pass
                 proc.wait(timeout=10)
-        # Ray's daemons re-parent into the node's session; anything left there is ours.
+        # Ray's daemons re-parent into the node's session (actor workers in groups of their own);
+        # anything left there is ours.
         for proc in (self.worker, self.head):
             if proc is not None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_session(proc.pid, timeout=10.0)
         shutil.rmtree(self.temp, ignore_errors=True)
