@@ -12,8 +12,14 @@ def _pct(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _count(n: int) -> str:
+    words = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight")
+    return words[n] if n < len(words) else str(n)
+
+
 def model_card(meta: dict[str, Any]) -> str:
     held, hand, corpus = meta["heldout"], meta["hand"], meta["corpus"]
+    families, others = _count(len(corpus["families"])), _count(len(corpus["families"]) - 1).lower()
     worst = sorted(held["per_letter"].items(), key=lambda kv: kv[1])[:5]
     lofo_rows = "\n".join(
         f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} "
@@ -41,28 +47,30 @@ are comparable only with runs that used the same weights (see `weights_digest` i
 - Softmax temperature {meta["temperature"]} fitted on the held-out seeds and folded into the head.
 
 ## Training data (generated, not stored)
-Four letter families that share no glyph source (`scripts/letter_families.py`): `glyph` (the mock
-generator's DejaVu / Pillow / 5x7 glyphs), `font` (Liberation, FreeFont and Noto outlines), `pixel`
+{families} letter families that share no glyph source (`scripts/letter_families.py`): `glyph` (the
+mock generator's DejaVu / Pillow / 5x7 glyphs), `font` (Liberation, FreeFont and Noto outlines), `pixel`
 (Terminus bitmap glyphs scaled by whole cells), `stroke` (hand-written skeletons with alternate
-letter shapes, 1-3 cells thick). {meta["train_seeds"]} programs per letter and family, random
-b11/b31/b13 mix, a fifth built without balance supports; every level converted, simulated (Box2D)
-and rendered by the project's pipeline. Heaps (more than a quarter of the blocks moved by over a cell)
-are excluded. {corpus["train_levels"]} training levels; programs digest `{corpus["programs_digest"]}`.
+letter shapes, 1-3 cells thick), `block` (letters laid as bars, legs and staircases on the block
+grid, in the forms builders use: `scripts/letter_blocks.py`). {meta["train_seeds"]} programs per
+letter and family, random b11/b31/b13 mix, a fifth built without balance supports; every level
+converted, simulated (Box2D) and rendered by the project's pipeline. Heaps (more than a quarter
+of the blocks moved by over a cell) are excluded. {corpus["train_levels"]} training levels; programs
+digest `{corpus["programs_digest"]}`.
 {meta["epochs"]} epochs, AdamW + one-cycle (max lr {meta["lr"]}), batch 128, label smoothing 0.1,
 augmentation (block-grid re-quantization, affine and elastic jitter, stroke weight, added supports,
 missing blocks; `scripts/letter_training.py`), seed {meta["seed"]}, CPU.
 
 ## Accuracy
-Leave-one-family-out (trained on three families, {meta["lofo_epochs"]} epochs; tested on every
-level of the fourth): lowest top-1 **{_pct(meta["lofo_min_accuracy"])}**.
+Leave-one-family-out (trained on the other {others} families, {meta["lofo_epochs"]} epochs; tested
+on every level of the held-out one): lowest top-1 **{_pct(meta["lofo_min_accuracy"])}**.
 
 | held-out family | trained on | images | top-1 | worst letter | ECE |
 |---|---|---|---|---|---|
 {lofo_rows}
 
 Shipped model, full-size renders through `load_classifier` (processor-exact):
-- Held-out seeds of all four families: top-1 **{held["accuracy"]:.3f}** on {held["images"]} images,
-  ECE {held["ece"]}; hardest letters: {", ".join(f"{c} {v:.2f}" for c, v in worst)}.
+- Held-out seeds of all {families.lower()} families: top-1 **{held["accuracy"]:.3f}** on
+  {held["images"]} images, ECE {held["ece"]}; hardest letters: {", ".join(f"{c} {v:.2f}" for c, v in worst)}.
 - Hand-drawn letters (never trained on): top-1 **{hand["accuracy"]:.3f}** on {hand["images"]} images,
   worst letter {_pct(hand["min_letter"])}, ECE {hand["ece"]}.
 
@@ -112,10 +120,10 @@ def manifest(root: Path, folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "id": "letter-classifier",
         "name": "WorldForge bundled letter classifier and its generated letter families",
         "description": (
-            "Small ResNet letter classifier trained on Science Birds level images of four independent letter "
-            "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons), each level built with "
-            "drop_block and run through WorldForge's converter -> Box2D -> render pipeline; a fifth, "
-            "hand-drawn family is only evaluated. The images are not stored; "
+            "Small ResNet letter classifier trained on Science Birds level images of five independent letter "
+            "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons, block-built letters), "
+            "each level built with drop_block and run through WorldForge's converter -> Box2D -> render "
+            "pipeline; a sixth, hand-drawn family is only evaluated. The images are not stored; "
             "scripts/train_letter_classifier.py regenerates them and the checkpoint from seeds."
         ),
         "license": (

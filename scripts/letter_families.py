@@ -14,6 +14,8 @@ letters drawn in a way it never saw:
 * ``stroke`` - skeletons written here as polylines in a unit box, with alternate shapes for letters
   that have several (single/two-storey, square/round, W as U with a middle stem, ...), jittered and
   drawn with strokes one to three cells thick.
+* ``block``  - letters laid directly on the block grid as bars, legs and staircases, in the forms
+  builders use (``scripts/letter_blocks.py``): exact, nothing quantized.
 * ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
   handdrawn-letters.json``). Never used for training in any fold: the independent check.
 
@@ -36,13 +38,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from letter_blocks import block_cells
+from letter_grids import Cells, counters, trim
+
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, blocks_to_program, plan_blocks
 from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"
-TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke")
+TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke", "block")
 EVAL_ONLY_FAMILIES = ("hand",)
 
 FONT_FILES: tuple[str, ...] = tuple(
@@ -98,7 +103,6 @@ def require_fonts(files: Sequence[str]) -> Sequence[str]:
     return files
 
 
-Cells = list[list[int]]  # rows top first, 1 = ink (a glyph bitmap before placement)
 Point = tuple[float, float]
 
 
@@ -169,7 +173,7 @@ def _skeletons() -> dict[str, list[list[list[Point]]]]:
             [[(0, 0), (0, 1), (1, 1), (1, 0)], [(0.5, 1), (0.5, 0.35)]],
         ],
         "N": [[[(0, 0), (0, 1), (1, 0), (1, 1)]]],
-        "O": [[ring], [octagon]],
+        "O": [[ring], [octagon], [[(0, 0), (0, 1), (1, 1), (1, 0), (0, 0)]]],
         "P": [[stem, bowl_p], [[(0, 0), (0, 1), (1, 1), (1, 0.45), (0, 0.45)]]],
         "Q": [
             [_arc(0.5, 0.58, 0.5, 0.42, 0, 360, 16), [(0.6, 0.35), (1, 0)]],
@@ -230,12 +234,6 @@ def _dilate(cells: Cells, dx: int, dy: int) -> Cells:
                     for cc in range(c, c + dx + 1):
                         out[rr][cc] = 1
     return out
-
-
-def _trim(cells: Cells) -> Cells:
-    rows = [r for r, row in enumerate(cells) if any(row)]
-    cols = [c for c in range(len(cells[0])) if any(row[c] for row in cells)]
-    return [row[cols[0] : cols[-1] + 1] for row in cells[rows[0] : rows[-1] + 1]]
 
 
 def _coverage(img: Any, width: int, height: int, threshold: float) -> Cells:
@@ -307,30 +305,6 @@ def _font_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     return img, _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
 
 
-def counters(cells: Sequence[Sequence[int]], min_area: int = 1) -> int:
-    """Enclosed background regions (4-connected, at least ``min_area`` cells): the letter's counters."""
-    h, w = len(cells), len(cells[0])
-    seen = [[False] * w for _ in range(h)]
-    count = 0
-    for r0 in range(h):
-        for c0 in range(w):
-            if cells[r0][c0] or seen[r0][c0]:
-                continue
-            seen[r0][c0] = True
-            stack, size, open_ = [(r0, c0)], 0, False
-            while stack:
-                r, c = stack.pop()
-                size += 1
-                open_ = open_ or r in (0, h - 1) or c in (0, w - 1)
-                for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                    if 0 <= rr < h and 0 <= cc < w and not cells[rr][cc] and not seen[rr][cc]:
-                        seen[rr][cc] = True
-                        stack.append((rr, cc))
-            if not open_ and size >= min_area:
-                count += 1
-    return count
-
-
 def _drawing_counters(img: Any, cells: Cells) -> int:
     """Counters of the drawing a grid was quantized from, at 4x the grid's resolution; a counter
     smaller than half a cell (a joint's pinhole) does not count."""
@@ -399,12 +373,13 @@ CELL_FAMILIES: dict[str, Callable[[str, random.Random], Cells]] = {
     "font": font_cells,
     "pixel": pixel_cells,
     "stroke": stroke_cells,
+    "block": block_cells,
 }
 
 
 def place(cells: Cells, rng: random.Random) -> Grid:
     """Stand the glyph bitmap on the ground at a random column of the 20x16 grid."""
-    cells = _trim(cells)
+    cells = trim(cells)
     height, width = len(cells), len(cells[0])
     left = rng.randint(0, GRID_WIDTH - width)
     grid = [[0] * GRID_WIDTH for _ in range(GRID_HEIGHT)]

@@ -19,6 +19,7 @@ from worldforge.pcg.levels.drop_plan import simulate_drops
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import letter_blocks as lb  # noqa: E402
 import letter_families as lf  # noqa: E402
 import letter_training as lt  # noqa: E402
 
@@ -32,7 +33,7 @@ def _cells(grid: tuple[tuple[int, ...], ...]) -> set[tuple[int, int]]:
 
 
 @fonts
-@pytest.mark.parametrize("family", ["font", "pixel", "stroke"])
+@pytest.mark.parametrize("family", ["font", "pixel", "stroke", "block"])
 def test_family_levels_are_deterministic_and_buildable(family: str) -> None:
     for letter in "AGMQRWY":
         for seed in (0, 1):
@@ -69,14 +70,49 @@ def test_pixel_family_uses_whole_cell_bitmap_glyphs() -> None:
     assert all(v in (0, 1) for row in cells for v in row)
     assert len(cells) <= lf.GRID_HEIGHT and len(cells[0]) <= lf.GRID_WIDTH
     # An H has two full-height uprights, whatever the font size and scaling.
-    trimmed = lf._trim(cells)
+    trimmed = lf.trim(cells)
     assert all(row[0] == 1 and row[-1] == 1 for row in trimmed)
 
 
-def test_counters_count_enclosed_background_only() -> None:
-    def grid(text: str) -> list[list[int]]:
-        return [[1 if ch == "#" else 0 for ch in row] for row in text.split()]
+def _grid(text: str) -> list[list[int]]:
+    return [[1 if ch == "#" else 0 for ch in row] for row in text.split()]
 
+
+def test_block_family_draws_every_letter_exactly_with_its_counters() -> None:
+    import random
+
+    # Counters of the block-built letters, whatever the form (a square or pointed A, a B with cut
+    # corners or the bitmap B, a Q with its tail...). Cut corners never open a counter.
+    expected = {"A": 1, "B": 2, "D": 1, "O": 1, "P": 1, "Q": 1, "R": 1}
+    for letter in lf.LETTERS:
+        for seed in range(40):
+            cells = lb.block_cells(letter, random.Random(seed))
+            assert 1 <= len(cells) <= lf.GRID_HEIGHT and 1 <= len(cells[0]) <= lf.GRID_WIDTH
+            assert all(v in (0, 1) for row in cells for v in row)
+            # drawn on the grid: the ink touches all four sides of its box, nothing is quantized away
+            assert any(cells[0]) and any(cells[-1]) and any(r[0] for r in cells) and any(r[-1] for r in cells)
+            assert lf.counters(cells) == expected.get(letter, 0), (letter, seed, cells)
+
+
+def test_block_family_draws_the_forms_people_build() -> None:
+    import random
+
+    def runs(row: list[int]) -> int:
+        return sum(1 for i, v in enumerate(row) if v and (i == 0 or not row[i - 1]))
+
+    def shapes(letter: str) -> list[lb.Cells]:
+        return [lb.block_cells(letter, random.Random(seed)) for seed in range(60)]
+
+    # An M as legs with a V between them and as a bar on three legs (the lower-case m builders
+    # often lay); a W as their mirror images.
+    assert {runs(m[-1]) for m in shapes("M")} == {2, 3}
+    assert {runs(w[0]) for w in shapes("W")} >= {2, 3}
+    # Diagonals are staircases of leg-wide steps, one per row when steep.
+    assert lb.Pen(7, 7, 1, 1).diag(1, 0, 5, 6) == {0: 1, 1: 2, 2: 2, 3: 3, 4: 4, 5: 4, 6: 5}
+
+
+def test_counters_count_enclosed_background_only() -> None:
+    grid = _grid
     assert lf.counters(grid("### #.# ### #.# #.#")) == 1  # A
     assert lf.counters(grid("##. #.# ##. #.# ##.")) == 2  # B
     assert lf.counters(grid("### #.. #.. #.. ###")) == 0  # C: its opening reaches the border

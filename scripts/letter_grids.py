@@ -1,0 +1,38 @@
+"""Letter grids: the cell bitmaps the letter families draw before they are placed on the level grid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Cells = list[list[int]]  # rows top first, 1 = ink (a glyph bitmap before placement)
+
+
+def trim(cells: Cells) -> Cells:
+    """The grid cut to the bounding box of its ink."""
+    rows = [r for r, row in enumerate(cells) if any(row)]
+    cols = [c for c in range(len(cells[0])) if any(row[c] for row in cells)]
+    return [row[cols[0] : cols[-1] + 1] for row in cells[rows[0] : rows[-1] + 1]]
+
+
+def counters(cells: Sequence[Sequence[int]], min_area: int = 1) -> int:
+    """Enclosed background regions (4-connected, at least ``min_area`` cells): the letter's counters."""
+    h, w = len(cells), len(cells[0])
+    seen = [[False] * w for _ in range(h)]
+    count = 0
+    for r0 in range(h):
+        for c0 in range(w):
+            if cells[r0][c0] or seen[r0][c0]:
+                continue
+            seen[r0][c0] = True
+            stack, size, open_ = [(r0, c0)], 0, False
+            while stack:
+                r, c = stack.pop()
+                size += 1
+                open_ = open_ or r in (0, h - 1) or c in (0, w - 1)
+                for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                    if 0 <= rr < h and 0 <= cc < w and not cells[rr][cc] and not seen[rr][cc]:
+                        seen[rr][cc] = True
+                        stack.append((rr, cc))
+            if not open_ and size >= min_area:
+                count += 1
+    return count
