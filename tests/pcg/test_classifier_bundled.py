@@ -92,7 +92,7 @@ def test_card_and_report_figures_name_the_measured_accuracy() -> None:
     from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
 
     training = json.loads((BUNDLED_DIR / "training.json").read_text())
-    assert set(training["lofo"]) == {"glyph", "font", "pixel", "stroke"}
+    assert set(training["lofo"]) == {"glyph", "font", "pixel", "stroke", "block"}
     assert training["lofo_min_accuracy"] == min(f["test"]["accuracy"] for f in training["lofo"].values())
     card = (BUNDLED_DIR / "README.md").read_text()
     assert f"{training['lofo_min_accuracy']:.3f}" in card and f"{training['hand']['accuracy']:.3f}" in card

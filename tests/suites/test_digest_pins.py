@@ -21,8 +21,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:29d712eb14dca47f28f4aba3b2e5360319b43b47b6a09a5dfb8b513f443e6ecf"
-SUITE_INPUT = "sha256:e5d95a030df84de793ec7a01f212fcba1a0e088b9e9e82e96d3983ccb31f3a5f"
+SUITE_RESULT = "sha256:5260e08d42bffefd351d65e5b34ba807a7fea922d5647d88782965f078a452a6"
+SUITE_INPUT = "sha256:3070404a23ed43933d0623b3f0b4017a9b63c7d18aa127245908c2b4fe552dc2"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
