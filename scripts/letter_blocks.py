@@ -3,7 +3,7 @@
 A Science Birds letter is usually not a font: it is a few horizontal bars and vertical legs, with
 diagonals laid as staircases, and the shape of a letter with several forms depends on who builds it
 (an ``M`` as two legs with a V between them, or as a bar on three legs like a lower-case ``m``; a
-``W`` as its mirror image; a square or a pointed ``A``; an ``R`` with a slanted or a straight leg).
+``W`` as its mirror image; a square or a pointed ``A``; a ``B`` with cut corners or a bitmap one).
 This family draws such letters directly on the block grid from a few integer parameters: height,
 width, leg and bar thickness, where the middle bar sits, whether corners are cut, and which form of
 the letter. It shares no glyph source with the other families (no font, no rasterized outline, no
@@ -62,11 +62,11 @@ class Pen:
         """Top row of a bar lying on the bottom edge."""
         return self.h - self.th
 
-    def fill(self, x0: int, y0: int, x1: int, y1: int, value: int = 1) -> None:
-        """Cells x0..x1 x y0..y1 (inclusive, clipped to the grid)."""
+    def fill(self, x0: int, y0: int, x1: int, y1: int) -> None:
+        """Ink cells x0..x1 x y0..y1 (inclusive, clipped to the grid)."""
         for y in range(max(0, y0), min(self.h - 1, y1) + 1):
             for x in range(max(0, x0), min(self.w - 1, x1) + 1):
-                self.cells[y][x] = value
+                self.cells[y][x] = 1
 
     def bar(self, y: int, x0: int, x1: int) -> None:
         self.fill(x0, y, x1, y + self.th - 1)
@@ -149,7 +149,9 @@ def _c(p: Pen, r: random.Random, *, lips: bool | None = None) -> None:
     p.leg(0, 0, p.h - 1)
     p.bar(0, 0, p.w - 1)
     p.bar(p.bottom, 0, p.w - 1)
-    if lips if lips is not None else r.random() < 0.35:
+    if lips is None:
+        lips = r.random() < 0.35
+    if lips:
         lip = max(1, p.h // 5)
         p.fill(p.right, 0, p.w - 1, p.th - 1 + lip)
         p.fill(p.right, p.bottom - lip, p.w - 1, p.h - 1)
@@ -264,10 +266,10 @@ def _o(p: Pen, r: random.Random) -> None:
         p.cut_corners("tl tr bl br")
 
 
-def _p(p: Pen, r: random.Random, *, cut: bool | None = None) -> int:
+def _p(p: Pen, r: random.Random) -> int:
     mid = _mid(p, r, 0.4, 0.6)
     p.leg(0, 0, p.h - 1)
-    cut = r.random() < 0.5 if cut is None else cut
+    cut = r.random() < 0.5
     p.bar(0, 0, p.w - 1 - (p.tv if cut else 0))
     p.bar(mid, 0, p.w - 1 - (p.tv if cut else 0))
     p.leg(p.right, p.th if cut else 0, mid - 1 if cut else mid + p.th - 1)
@@ -423,8 +425,8 @@ def _draw(letter: str, rng: random.Random) -> Cells:
     width = max(3 if letter != "I" else 1, min(GRID_WIDTH, round(height * rng.uniform(lo, hi))))
     if letter in "MW":
         width = max(5, width)
-    tv = rng.choice((1, 1, 2, 2, 3))
-    while tv > 1 and width < _STROKES.get(letter, 2) * tv + _STROKES.get(letter, 2) - 1:
+    tv, strokes = rng.choice((1, 1, 2, 2, 3)), _STROKES.get(letter, 2)
+    while tv > 1 and width < strokes * tv + strokes - 1:
         tv -= 1  # keep a gap between strokes: three legs or a diagonal between two need room
     tv = min(tv, width)
     th = 2 if height >= 11 and rng.random() < 0.4 else 1
