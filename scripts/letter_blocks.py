@@ -161,7 +161,9 @@ def _c(p: Pen, r: random.Random, *, lips: bool | None = None) -> None:
 
 def _d(p: Pen, r: random.Random) -> None:
     p.leg(0, 0, p.h - 1)
-    if r.random() < 0.5 and p.h >= 7 and p.w >= 5:
+    # Corners cut by a single leg-wide notch read as a D only on a narrow letter (the 5x7 bitmap D);
+    # on a wider box the notch is lost among the planner's pillars and the level shows an O.
+    if p.h >= 7 and p.w >= 5 and (p.w > 6 or r.random() < 0.5):
         k = min(p.h // 4, p.w // 3)
         p.bar(0, 0, p.w - 1 - k)
         p.bar(p.bottom, 0, p.w - 1 - k)
@@ -254,6 +256,10 @@ def _m(p: Pen, r: random.Random) -> None:
 def _n(p: Pen, r: random.Random) -> None:
     p.leg(0, 0, p.h - 1)
     p.leg(p.right, 0, p.h - 1)
+    if r.random() < 0.35 and p.h >= 6:  # the bitmap-font N: a short diagonal across the middle
+        top = round((p.h - 1) * r.uniform(0.0, 0.3))
+        p.diag(p.tv, top, p.right - p.tv, top + max(2, round((p.h - 1) * r.uniform(0.45, 0.7))))
+        return
     p.diag(p.tv, 0 if r.random() < 0.6 else 1, p.right - p.tv, p.h - 1)
 
 
@@ -330,8 +336,15 @@ def _v(p: Pen, r: random.Random) -> None:
 
 
 def _w(p: Pen, r: random.Random) -> None:
-    form = r.choice(("v", "v", "legs3", "stem"))
+    form = r.choice(("v", "v", "legs3", "stem", "legs-v"))
     cx = (p.w - p.tv) // 2
+    if form == "legs-v":  # the mirror image of the V-middle M: a V rising from the base
+        rise = round((p.h - 1) * r.uniform(0.3, 0.8))
+        p.leg(0, 0, p.h - 1)
+        p.leg(p.right, 0, p.h - 1)
+        p.diag(p.tv, p.h - 1, cx, p.h - 1 - rise)
+        p.diag(p.right - p.tv, p.h - 1, cx, p.h - 1 - rise)
+        return
     if form == "v" and p.w >= 4 * p.tv + 1:
         peak = round((p.h - 1) * r.uniform(0.25, 0.6))
         q1, q3 = p.w // 4 - p.tv // 2, (3 * p.w) // 4 - p.tv // 2

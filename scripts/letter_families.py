@@ -85,8 +85,11 @@ _HI = 160  # px em size for outline rasterization
 #: Outline letters are drawn at least this many rows high: below it a serif or bold face has no room
 #: for its strokes and gaps (a bitmap design, the ``pixel`` family, draws letters that small).
 FONT_MIN_ROWS = 8
-#: Draws of a glyph until the block grid keeps its counters (see ``_faithful``).
+#: Draws of a glyph until the block grid keeps its counters and strokes (see ``_faithful``).
 FAITHFUL_TRIES = 20
+#: Share of the drawing's ink that must lie on or beside an inked cell of the grid: a stroke the
+#: quantization dropped (a serif face's hairline stem, the right half of a thin ``U``) lies further.
+MIN_INK_KEPT = 0.97
 FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb"
 
 
@@ -305,32 +308,62 @@ def _font_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     return img, _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
 
 
-def _drawing_counters(img: Any, cells: Cells) -> int:
-    """Counters of the drawing a grid was quantized from, at 4x the grid's resolution; a counter
-    smaller than half a cell (a joint's pinhole) does not count."""
+def _fine(img: Any, cells: Cells) -> Cells:
+    """The drawing a grid was quantized from, as ink/background at 4x the grid's resolution."""
     from PIL import Image
 
     width, height = len(cells[0]) * 4, len(cells) * 4
     small = img.resize((width, height), Image.Resampling.BOX)
     data = small.load()
-    fine = [[1 if data[c, r] >= 128 else 0 for c in range(width)] for r in range(height)]
-    return counters(fine, min_area=8)
+    return [[1 if data[c, r] >= 128 else 0 for c in range(width)] for r in range(height)]
+
+
+def _drawing_counters(img: Any, cells: Cells) -> int:
+    """Counters of the drawing a grid was quantized from, at 4x the grid's resolution; a counter
+    smaller than half a cell (a joint's pinhole) does not count."""
+    return counters(_fine(img, cells), min_area=8)
+
+
+def ink_kept(img: Any, cells: Cells) -> float:
+    """Share of the drawing's ink (at 4x the grid's resolution) on an inked cell or one of its eight
+    neighbours. Near 1 for a faithful grid; a stroke the quantization dropped lies further away."""
+    fine = _fine(img, cells)
+    height, width = len(cells), len(cells[0])
+    near = [
+        [
+            any(
+                cells[rr][cc]
+                for rr in range(max(0, r - 1), min(height, r + 2))
+                for cc in range(max(0, c - 1), min(width, c + 2))
+            )
+            for c in range(width)
+        ]
+        for r in range(height)
+    ]
+    ink = [(r // 4, c // 4) for r, row in enumerate(fine) for c, v in enumerate(row) if v]
+    return sum(near[r][c] for r, c in ink) / max(1, len(ink))
+
+
+def faithful(img: Any, cells: Cells) -> bool:
+    """Whether a grid shows the drawing it came from: the same counters, and no stroke dropped."""
+    return counters(cells) == _drawing_counters(img, cells) and ink_kept(img, cells) >= MIN_INK_KEPT
 
 
 def _faithful(
     draw: Callable[[str, random.Random], tuple[Any, Cells]], letter: str, rng: random.Random
 ) -> Cells:
-    """Draw until the block grid keeps the drawing's counters (at most ``FAITHFUL_TRIES`` draws).
+    """Draw until the block grid shows its drawing (at most ``FAITHFUL_TRIES`` draws).
 
     Quantizing a glyph to a few rows can fill a counter (a bold ``A``, ``B`` or ``e``-like ``S`` becomes
-    a blob) or close an opening into one (``C`` -> ``O``, ``E`` -> ``B``): the level then shows another
-    letter or none, and its label would be wrong. Such draws are replaced by the next draw of the
-    same seeded generator, so the family stays deterministic.
+    a blob), close an opening into one (``C`` -> ``O``, ``E`` -> ``B``) or drop a thin stroke (a serif
+    ``U`` without its hairline stem, a ``T`` without its bar): the level then shows another letter or
+    none, and its label would be wrong. Such draws are replaced by the next draw of the same seeded
+    generator, so the family stays deterministic.
     """
     cells: Cells = []
     for _ in range(FAITHFUL_TRIES):
         img, cells = draw(letter, rng)
-        if counters(cells) == _drawing_counters(img, cells):
+        if faithful(img, cells):
             return cells
     return cells
 

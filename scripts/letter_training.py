@@ -73,33 +73,48 @@ class Split:
 def render_splits(splits: list[Split], workers: int, cache: Path | None = None) -> None:
     """Fill ``small``/``png``/``moved`` of every split (one process pool for all of them).
 
-    With ``cache`` the renders are stored under a file named by the digest of the programs, so a
-    second run over the same corpus (another schedule, a crashed run) skips the simulation.
+    With ``cache`` each split's renders are stored under a file named by the digest of its
+    programs, so a second run skips the simulation of every split whose programs did not change
+    (another schedule, a crashed run, or a change to one family's generator).
     """
-    items = [(p, s.split != "train") for s in splits for p in s.programs]
     start = time.monotonic()
-    path = None
-    if cache is not None:
-        key = digest_payload([[p, png] for p, png in items]).split(":")[1][:24]
-        path = cache / f"letter-corpus-{key}.bin"
-    results = _read_cache(path, len(items)) if path is not None and path.is_file() else None
-    if results is None:
-        if workers > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(render_item, items, chunksize=16))
-        else:
-            results = [render_item(i) for i in items]
-        if path is not None:
-            _write_cache(path, results)
-    k = 0
+    todo: list[tuple[Split, Path | None]] = []
     for s in splits:
-        for _ in s.programs:
-            small, png, moved = results[k]
-            s.small.append(small)
-            s.png.append(png)
-            s.moved.append(moved)
-            k += 1
-    print(f"rendered {len(items)} levels in {time.monotonic() - start:.0f}s", file=sys.stderr)
+        items = [(p, s.split != "train") for p in s.programs]
+        path = None
+        if cache is not None:
+            key = digest_payload([[p, png] for p, png in items]).split(":")[1][:24]
+            path = cache / f"letter-split-{s.family}-{s.split}-{key}.bin"
+        cached = _read_cache(path, len(items)) if path is not None and path.is_file() else None
+        if cached is None:
+            todo.append((s, path))
+        else:
+            _fill(s, cached)
+    items = [(p, s.split != "train") for s, _ in todo for p in s.programs]
+    if workers > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(render_item, items, chunksize=16))
+    else:
+        results = [render_item(i) for i in items]
+    k = 0
+    for s, path in todo:
+        part = results[k : k + len(s.programs)]
+        k += len(s.programs)
+        _fill(s, part)
+        if path is not None:
+            _write_cache(path, part)
+    print(
+        f"rendered {len(items)} levels ({sum(len(s.programs) for s in splits) - len(items)} cached) "
+        f"in {time.monotonic() - start:.0f}s",
+        file=sys.stderr,
+    )
+
+
+def _fill(split: Split, results: list[tuple[bytes, bytes, float]]) -> None:
+    for small, png, moved in results:
+        split.small.append(small)
+        split.png.append(png)
+        split.moved.append(moved)
 
 
 def _write_cache(path: Path, results: list[tuple[bytes, bytes, float]]) -> None:

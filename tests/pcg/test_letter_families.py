@@ -135,7 +135,7 @@ def test_drawn_families_keep_the_counters_of_their_drawing(family: str) -> None:
             rng = random.Random(seed)
             for _ in range(lf.FAITHFUL_TRIES):
                 img, candidate = draw(letter, rng)
-                if lf.counters(candidate) == lf._drawing_counters(img, candidate):
+                if lf.faithful(img, candidate):
                     break
                 redrawn += 1
             assert candidate == cells, (letter, seed)
@@ -143,6 +143,38 @@ def test_drawn_families_keep_the_counters_of_their_drawing(family: str) -> None:
                 assert len(cells) >= lf.FONT_MIN_ROWS
     if family == "font":
         assert redrawn > 0  # quantizing really does lose counters, and such draws are replaced
+
+
+def test_ink_kept_finds_a_stroke_the_quantization_dropped() -> None:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("L", (48, 64), 0)  # a U: two stems and a bottom bar, 8 px per cell
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((0, 0, 7, 63), fill=255)
+    draw.rectangle((40, 0, 41, 63), fill=255)  # a hairline right stem, a quarter of a cell wide
+    draw.rectangle((0, 56, 47, 63), fill=255)
+    u = [[1, 0, 0, 0, 0, 1]] * 7 + [[1] * 6]
+    lost = [[1, 0, 0, 0, 0, 0]] * 7 + [[1] * 6]  # the hairline fell under the coverage threshold
+    assert lf.ink_kept(img, u) == 1.0 and lf.faithful(img, u)
+    assert lf.ink_kept(img, lost) < 0.95 and not lf.faithful(img, lost)
+    assert lf.counters(lost) == lf._drawing_counters(img, lost)  # counters alone do not see it
+
+
+@fonts
+@pytest.mark.parametrize("family", ["font", "stroke"])
+def test_drawn_families_keep_every_stroke(family: str) -> None:
+    import random
+
+    draw = {"font": lf._font_draw, "stroke": lf._stroke_draw}[family]
+    for letter in "HINTU":
+        for seed in range(12):
+            cells = lf.CELL_FAMILIES[family](letter, random.Random(seed))
+            rng = random.Random(seed)
+            for _ in range(lf.FAITHFUL_TRIES):
+                img, candidate = draw(letter, rng)
+                if candidate == cells:
+                    assert lf.ink_kept(img, cells) >= lf.MIN_INK_KEPT, (letter, seed)
+                    break
 
 
 @fonts
@@ -215,3 +247,20 @@ def test_render_cache_returns_the_same_renders_and_heap_flags(tmp_path: Path) ->
     third = split()
     lt.render_splits([third], workers=1, cache=tmp_path)
     assert third.small == first.small
+
+
+def test_render_cache_is_kept_per_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change to one family's programs renders that split again and nothing else."""
+    glyph = lt.Split("glyph", "train", programs=["drop_block('b11', 3)\n"], labels=[0])
+    block = lt.Split("block", "train", programs=["drop_block('b31', 5)\n"], labels=[1])
+    lt.render_splits([glyph, block], workers=1, cache=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 2
+    rendered: list[str] = []
+    real = lt.render_item
+    monkeypatch.setattr(lt, "render_item", lambda item: rendered.append(item[0]) or real(item))
+    again = lt.Split("glyph", "train", programs=list(glyph.programs), labels=[0])
+    changed = lt.Split("block", "train", programs=["drop_block('b13', 7)\n"], labels=[1])
+    lt.render_splits([again, changed], workers=1, cache=tmp_path)
+    assert rendered == ["drop_block('b13', 7)\n"]
+    assert again.small == glyph.small and changed.small != block.small
+    assert len(list(tmp_path.iterdir())) == 3

@@ -32,5 +32,10 @@ class SelfCritique(TrialLoop):
 
 
 if __name__ == "__main__":
-    run_evaluation("self_critique", SelfCritique, num_trials=10, model_name="qwen2.5:32b-instruct-fp16",
-                   local_model_base_url="http://localhost:11434/v1")
+    run_evaluation(
+        "self_critique",
+        SelfCritique,
+        num_trials=10,
+        model_name="qwen2.5:32b-instruct-fp16",
+        local_model_base_url="http://localhost:11434/v1",
+    )
