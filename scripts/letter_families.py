@@ -327,7 +327,10 @@ def _drawing_counters(img: Any, cells: Cells) -> int:
 def ink_kept(img: Any, cells: Cells) -> float:
     """Share of the drawing's ink (at 4x the grid's resolution) on an inked cell or one of its eight
     neighbours. Near 1 for a faithful grid; a stroke the quantization dropped lies further away."""
-    fine = _fine(img, cells)
+    return _ink_kept(_fine(img, cells), cells)
+
+
+def _ink_kept(fine: Cells, cells: Cells) -> float:
     height, width = len(cells), len(cells[0])
     near = [
         [
@@ -346,7 +349,8 @@ def ink_kept(img: Any, cells: Cells) -> float:
 
 def faithful(img: Any, cells: Cells) -> bool:
     """Whether a grid shows the drawing it came from: the same counters, and no stroke dropped."""
-    return counters(cells) == _drawing_counters(img, cells) and ink_kept(img, cells) >= MIN_INK_KEPT
+    fine = _fine(img, cells)  # one resize of the drawing serves both checks
+    return counters(cells) == counters(fine, min_area=8) and _ink_kept(fine, cells) >= MIN_INK_KEPT
 
 
 def _faithful(

@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,23 +122,31 @@ def test_counters_count_enclosed_background_only() -> None:
     assert lf.counters(grid("#### #..# #..# ####"), min_area=4) == 1
 
 
+def _first_faithful_draw(family: str, letter: str, seed: int) -> tuple[Any, list[list[int]], int]:
+    """The drawing and grid the family keeps for ``(letter, seed)``, and how many draws it replaced."""
+    import random
+
+    draw = {"font": lf._font_draw, "stroke": lf._stroke_draw}[family]
+    rng = random.Random(seed)
+    for tries in range(lf.FAITHFUL_TRIES):
+        img, candidate = draw(letter, rng)
+        if lf.faithful(img, candidate):
+            return img, candidate, tries
+    return img, candidate, lf.FAITHFUL_TRIES
+
+
 @fonts
 @pytest.mark.parametrize("family", ["font", "stroke"])
 def test_drawn_families_keep_the_counters_of_their_drawing(family: str) -> None:
     import random
 
-    draw = {"font": lf._font_draw, "stroke": lf._stroke_draw}[family]
     redrawn = 0
     for letter in "ABCEGKOQRS":
         for seed in range(8):
             cells = lf.CELL_FAMILIES[family](letter, random.Random(seed))
             # the family's grid is the first draw of the same generator whose counters match
-            rng = random.Random(seed)
-            for _ in range(lf.FAITHFUL_TRIES):
-                img, candidate = draw(letter, rng)
-                if lf.faithful(img, candidate):
-                    break
-                redrawn += 1
+            _, candidate, tries = _first_faithful_draw(family, letter, seed)
+            redrawn += tries
             assert candidate == cells, (letter, seed)
             if family == "font":
                 assert len(cells) >= lf.FONT_MIN_ROWS
@@ -165,16 +174,12 @@ def test_ink_kept_finds_a_stroke_the_quantization_dropped() -> None:
 def test_drawn_families_keep_every_stroke(family: str) -> None:
     import random
 
-    draw = {"font": lf._font_draw, "stroke": lf._stroke_draw}[family]
     for letter in "HINTU":
         for seed in range(12):
             cells = lf.CELL_FAMILIES[family](letter, random.Random(seed))
-            rng = random.Random(seed)
-            for _ in range(lf.FAITHFUL_TRIES):
-                img, candidate = draw(letter, rng)
-                if candidate == cells:
-                    assert lf.ink_kept(img, cells) >= lf.MIN_INK_KEPT, (letter, seed)
-                    break
+            img, candidate, _ = _first_faithful_draw(family, letter, seed)
+            if candidate == cells:
+                assert lf.ink_kept(img, cells) >= lf.MIN_INK_KEPT, (letter, seed)
 
 
 @fonts
