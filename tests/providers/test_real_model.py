@@ -30,6 +30,17 @@ from worldforge.cli.app import app
 MODEL = "smollm2-135m"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 READY_TIMEOUT_S = 120.0
+# Both prompts are ~520 tokens; the server stops a reply at the context's end, so 1024 bounds a
+# reply at ~500 tokens. With 2048 a rambling reply of ~1500 tokens took over 120 s (and a trial over
+# 500 s) while the rest of the suite shared the two cores.
+N_CTX = 1024
+# One thread (for the prompt and for each token): llama.cpp's threads wait for each other at every
+# step, so two of them on two cores that the other test worker (or the other real-model test's
+# server) also uses stall each other. Measured with both real-model tests at once beside a busy
+# core: 60 s with one thread, 300 s with two (and 2048 context: over 560 s, and two failures).
+N_THREADS = 1
+# A reply that the other worker slows down still ends well inside this (the default is 120 s).
+CONFIG = "openai:\n  timeout_s: 300\n"
 
 
 def _gguf_path() -> Path:
@@ -80,9 +91,11 @@ def llama_server(tmp_path: Path) -> Iterator[LlamaServer]:
                 "--port",
                 str(port),
                 "--n_ctx",
-                "2048",
+                str(N_CTX),
                 "--n_threads",
-                "2",
+                str(N_THREADS),
+                "--n_threads_batch",
+                str(N_THREADS),
             ],  # fmt: skip
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -131,6 +144,8 @@ def test_real_model_through_the_cli(
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".worldforge").mkdir()
+    (tmp_path / ".worldforge" / "config.yaml").write_text(CONFIG)
     workspace = tmp_path / "ws"
     args = [
         "eval", "--suite", "science-birds", "--provider", f"openai:{MODEL}",

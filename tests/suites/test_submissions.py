@@ -258,8 +258,8 @@ def test_submission_against_a_real_model_server_and_its_replay(
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    # A reply of up to n_ctx tokens takes over the default 120 s when other jobs share the two
-    # cores; the llms4pcg package's own limit (500 s a trial) still bounds the trial.
+    # Headroom over the default 120 s for a reply slowed by the other test worker; the llms4pcg
+    # package's own limit (500 s a trial) still bounds the trial.
     (tmp_path / ".worldforge").mkdir()
     (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
     ws = tmp_path / "ws"
