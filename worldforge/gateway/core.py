@@ -11,7 +11,9 @@ as bearer key). For each request the gateway
    token and time budget are checked before anything is sent;
 3. asks its upstream, the trial's provider or a recorded run (``--replay``);
 4. records the exchange (see :mod:`worldforge.gateway.exchange`) in the trial's list, which the
-   item record carries, and as a ``gateway.exchange`` event with its timing.
+   item record carries, and as a ``gateway.exchange`` event with its timing. A request still
+   unanswered when its trial ends is recorded too, as a ``trial_ended`` error (see
+   :meth:`Gateway.close_trial`).
 """
 
 from __future__ import annotations
@@ -143,10 +145,27 @@ class Gateway:
         return route
 
     def close_trial(self, route: TrialRoute) -> list[dict[str, Any]]:
-        """Retire the trial's token and return its recorded exchanges."""
+        """Retire the trial's token and return its recorded exchanges.
+
+        A request still waiting for its upstream (the trial was killed at its time limit while the
+        model was answering) is recorded as a ``trial_ended`` exchange: the evidence shows what the
+        trial was waiting for, and the reply that arrives later is left out of the trial's record.
+        """
         with self._lock:
             self._routes.pop(route.token, None)
         with route.lock:
+            for index, request in sorted(route.pending.items()):
+                error = GatewayError(
+                    "trial_ended",
+                    f"the trial ended before the answer to request {index + 1} arrived.",
+                )
+                route.exchanges.append(self.recorder.exchange(request, None, error))
+                self._emit(
+                    "gateway.exchange",
+                    {"item_id": route.item_id, "index": index, "source": self.upstream.source,
+                     **route.exchanges[-1]},
+                )  # fmt: skip
+            route.pending.clear()
             return list(route.exchanges)
 
     @contextmanager
@@ -197,7 +216,9 @@ class Gateway:
             )
             return exc.status, exc.body()
         with route.lock:
-            index = len(route.exchanges)
+            index = route.next_index
+            route.next_index += 1
+            route.pending[index] = request
         completion: Completion | None = None
         error: GatewayError | None = None
         try:
@@ -212,7 +233,10 @@ class Gateway:
             error = GatewayError("provider_error", sanitize_text(f"{type(exc).__name__}: {exc}"))
         exchange = self.recorder.exchange(request, completion, error)
         with route.lock:
-            route.exchanges.append(exchange)
+            # None: the trial ended while this request waited, and close_trial recorded it.
+            late = route.pending.pop(index, None) is None
+            if not late:
+                route.exchanges.append(exchange)
             if completion is not None:
                 route.tokens += completion.prompt_tokens + completion.completion_tokens
         with self._lock:
@@ -225,6 +249,7 @@ class Gateway:
                 "index": index,
                 "source": self.upstream.source,
                 "duration_ms": round((time.perf_counter() - started) * 1000.0, 3),
+                **({"after_trial_end": True} if late else {}),
                 **exchange,
             },
         )

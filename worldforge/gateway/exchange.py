@@ -32,6 +32,9 @@ ERROR_STATUS = {
     "model_not_found": 404,
     "not_recorded": 409,
     "trial_limit": 429,
+    # recorded for a request still unanswered when its trial ended (killed at its time limit):
+    # the trial never saw an answer; a replay answers that request with this error
+    "trial_ended": 504,
     "provider_error": 502,
 }
 #: Request keys the gateway reads; any other key a program sends is recorded, never forwarded.

@@ -43,6 +43,10 @@ class TrialRoute:
     started: float = field(default_factory=time.monotonic)
     tokens: int = 0
     exchanges: list[dict[str, Any]] = field(default_factory=list)
+    #: Requests sent upstream and not answered yet, by their index in the trial.
+    pending: dict[int, Request] = field(default_factory=dict)
+    #: Index of the trial's next request (answered, refused upstream or still pending).
+    next_index: int = 0
     replayed: set[int] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
