@@ -14,6 +14,7 @@ model that heaps are an "A". Levels that only lean or shift keep their intended 
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import sys
@@ -178,16 +179,55 @@ def augment(batch: Any, generator: Any) -> Any:
         ],
         1,
     )
-    grid = _affine_grid(theta, IMAGE, IMAGE)
     warp = torch.randn(n, 2, 4, 4, generator=generator) * 0.03
-    grid = grid + F.interpolate(warp, size=(IMAGE, IMAGE), mode="bicubic", align_corners=False).permute(
-        0, 2, 3, 1
+    ink = F.grid_sample(
+        ink, _warped_grid(theta, warp), mode="bilinear", padding_mode="zeros", align_corners=False
     )
-    ink = F.grid_sample(ink, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     ink = _stroke_weight(ink, generator)
     ink = _supports(ink, generator)
     ink = _cutouts(ink, generator)
     return _normalize(1.0 - F.avg_pool2d(ink, 2))
+
+
+@functools.cache
+def _grid_bases(cells: int, size: int) -> tuple[Any, Any]:
+    """Row and column bases of the sampling grid (see ``_warped_grid``): ``size`` x (``cells`` + 2).
+
+    The first ``cells`` columns are ``F.interpolate``'s bicubic weights (align_corners=False), read
+    off by upsampling one impulse per cell, so the kernel is PyTorch's own; the last two carry the
+    affine part: (y, 1) for rows, (1, x) for columns, in ``affine_grid``'s pixel-centre coordinates.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    impulses = torch.eye(cells).reshape(cells, 1, cells, 1)
+    bicubic = F.interpolate(impulses, size=(size, 1), mode="bicubic", align_corners=False)[:, 0, :, 0].T
+    pos = ((torch.arange(size, dtype=torch.float32) * 2 + 1) / size - 1)[:, None]
+    one = torch.ones(size, 1)
+    return torch.cat([bicubic, pos, one], 1).contiguous(), torch.cat([bicubic, one, pos], 1).contiguous()
+
+
+def _warped_grid(theta: Any, warp: Any) -> Any:
+    """The sampling grid ``grid_sample`` takes: ``F.affine_grid(theta, (n, 1, IMAGE, IMAGE),
+    align_corners=False)`` plus the ``warp`` cells upsampled bicubically (``F.interpolate``).
+
+    Both parts are linear in separable bases, so the grid is ``rows @ M @ columns.T`` with the warp
+    and ``theta`` laid into one small matrix ``M`` per image and axis; it is computed channel-first
+    and handed over as a permuted view. Equal to the direct calls within 3e-7; on one CPU thread
+    the grid and the sampling take 30 ms per 128 images instead of 121 ms, which was two thirds of
+    the augmentation's time.
+    """
+    import torch
+
+    n, _, cells, _ = warp.shape
+    rows, columns = _grid_bases(cells, IMAGE)
+    m = torch.zeros(n, 2, cells + 2, cells + 2)
+    m[:, :, :cells, :cells] = warp
+    m[:, :, cells + 1, cells + 1] = theta[:, :, 0]  # (1) x (x): the x coefficient
+    m[:, :, cells, cells] = theta[:, :, 1]  # (y) x (1): the y coefficient
+    m[:, :, cells + 1, cells] = theta[:, :, 2]  # (1) x (1): the shift
+    grid = (torch.matmul(rows, m).reshape(-1, cells + 2) @ columns.T).reshape(n, 2, IMAGE, IMAGE)
+    return grid.permute(0, 2, 3, 1)
 
 
 def _draw(generator: Any, low: int, high: int) -> int:
@@ -195,18 +235,6 @@ def _draw(generator: Any, low: int, high: int) -> int:
     import torch
 
     return int(torch.randint(low, high, (1,), generator=generator))
-
-
-def _affine_grid(theta: Any, height: int, width: int) -> Any:
-    """``F.affine_grid(theta, ..., align_corners=False)`` as one matrix product (6x faster on CPU)."""
-    import torch
-
-    ys = (torch.arange(height, dtype=torch.float32) * 2 + 1) / height - 1
-    xs = (torch.arange(width, dtype=torch.float32) * 2 + 1) / width - 1
-    base = torch.stack(
-        [xs.expand(height, width), ys[:, None].expand(height, width), torch.ones(height, width)], -1
-    )
-    return torch.einsum("hwk,nik->nhwi", base, theta)
 
 
 def _dilate(ink: Any, kh: int = 3, kw: int = 3) -> Any:
@@ -347,7 +375,9 @@ def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: s
     """AdamW + one-cycle, label smoothing 0.1 (softer, better calibrated softmax vectors)."""
     import torch
 
-    model = build_model(seed)
+    # channels_last: oneDNN's convolutions run about a fifth faster on CPU in that layout; the
+    # model goes back to the default layout before it is returned (and saved).
+    model = build_model(seed).to(memory_format=torch.channels_last)
     generator = torch.Generator().manual_seed(seed)
     steps = epochs * ((len(target) + batch - 1) // batch)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=5e-4)
@@ -360,7 +390,7 @@ def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: s
         total, correct, loss_sum = 0, 0, 0.0
         for i in range(0, len(order), batch):
             idx = order[i : i + batch]
-            x = augment(data[idx].float() / 255.0, generator)
+            x = augment(data[idx].float() / 255.0, generator).contiguous(memory_format=torch.channels_last)
             logits = model(pixel_values=x).logits
             loss = loss_fn(logits, target[idx])
             opt.zero_grad()
@@ -376,7 +406,7 @@ def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: s
             file=sys.stderr,
         )
     model.eval()
-    return model
+    return model.to(memory_format=torch.contiguous_format)
 
 
 @dataclass

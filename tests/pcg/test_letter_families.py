@@ -233,6 +233,43 @@ def test_temperature_is_fitted_and_folded_into_the_head() -> None:
     assert torch.allclose(lt.logits_of(model, x), before / 2.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_warped_grid_is_affine_grid_plus_the_bicubic_warp(seed: int) -> None:
+    """The augmentation's sampling grid, built from separable bases, is the one PyTorch's own
+    ``affine_grid`` + bicubic ``interpolate`` give (the direct calls were twice as slow)."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(seed)
+    n = 16
+    theta = torch.eye(2, 3) + torch.randn(n, 2, 3, generator=gen) * 0.3
+    warp = torch.randn(n, 2, 4, 4, generator=gen) * 0.03
+    expected = F.affine_grid(theta, [n, 1, lt.IMAGE, lt.IMAGE], align_corners=False) + F.interpolate(
+        warp, size=(lt.IMAGE, lt.IMAGE), mode="bicubic", align_corners=False
+    ).permute(0, 2, 3, 1)
+    got = lt._warped_grid(theta, warp)
+    assert got.shape == (n, lt.IMAGE, lt.IMAGE, 2)
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_training_returns_a_model_in_the_default_layout() -> None:
+    """Training runs channels-last (faster convolutions); the model it returns, and so the saved
+    checkpoint, is back in the default layout and gives the same logits either way."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    gen = torch.Generator().manual_seed(1)
+    data = torch.randint(0, 256, (40, 1, lt.IMAGE, lt.IMAGE), dtype=torch.uint8, generator=gen)
+    target = torch.randint(0, 26, (40,), generator=gen)
+    model = lt.train(data, target, epochs=1, seed=0, lr=4e-3, label="layout", batch=20)
+    assert not model.training
+    assert all(t.is_contiguous() for t in model.state_dict().values())
+    x = torch.randn(3, 3, lt.INPUT, lt.INPUT, generator=gen)
+    with torch.no_grad():
+        plain = model(pixel_values=x).logits
+        last = model(pixel_values=x.contiguous(memory_format=torch.channels_last)).logits
+    assert torch.allclose(plain, last, atol=1e-4)
+
+
 def test_render_cache_returns_the_same_renders_and_heap_flags(tmp_path: Path) -> None:
     programs = [lf.family_program("glyph", "T", 0), "drop_block('b11', 3)\n" * 2]
 

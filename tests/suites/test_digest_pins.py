@@ -24,8 +24,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:8687f55aabce49db4bcc19868101709d5ea4737f86928fa83d2aba4d7eea6494"
-SUITE_INPUT = "sha256:58d19d0ff346571b3b484c9f92bcf97ba545bad226299995fab2f621d78e10e5"
+SUITE_RESULT = "sha256:7e8e6e7f745edfb60f099b287eb38b247224f1ac3b252117b1e4272f56c3a778"
+SUITE_INPUT = "sha256:cb1cd4cd825fc612c9c50a9212ac7cb5f8f77f90140d02ca005a009001ed2e7d"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
