@@ -39,9 +39,9 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _exchange_overhead(rounds: int, run: Any = None) -> dict[str, Any]:
     from worldforge.forge import WorldForge
     from worldforge.gateway import Gateway
-    from worldforge.pcg.programs.prompt import resolve_programs
+    from worldforge.pcg.programs.prompt import builtin_program
 
-    program = resolve_programs(["zero-shot"])[0]
+    program = builtin_program("zero-shot")
     forge = WorldForge()
     messages = {letter: [{"role": "user", "content": program.prompts_for(letter)[0]}] for letter in LETTERS}
     direct: list[float] = []

@@ -380,8 +380,9 @@ def _pixel_glyph(path: str, size: int, letter: str) -> tuple[tuple[int, ...], ..
     img = Image.new("L", (size * 2, size * 2), 0)
     ImageDraw.Draw(img).text((size // 2, size // 2), letter, font=font, fill=255)
     img = img.crop(img.getbbox())
-    data = img.load()
-    return tuple(tuple(1 if data[c, r] > 127 else 0 for c in range(img.width)) for r in range(img.height))
+    data, width = img.tobytes(), img.width  # mode "L": one byte per pixel, row by row
+    rows = (data[r * width : (r + 1) * width] for r in range(img.height))
+    return tuple(tuple(1 if v > 127 else 0 for v in row) for row in rows)
 
 
 def pixel_cells(letter: str, rng: random.Random) -> Cells:
