@@ -319,9 +319,13 @@ def _fine(img: Any, cells: Cells) -> Cells:
 
 
 def _drawing_counters(img: Any, cells: Cells) -> int:
-    """Counters of the drawing a grid was quantized from, at 4x the grid's resolution; a counter
-    smaller than half a cell (a joint's pinhole) does not count."""
-    return counters(_fine(img, cells), min_area=8)
+    """Counters of the drawing a grid was quantized from, at 4x the grid's resolution."""
+    return _fine_counters(_fine(img, cells))
+
+
+def _fine_counters(fine: Cells) -> int:
+    """Counters of a 4x drawing; one smaller than half a cell (a joint's pinhole) does not count."""
+    return counters(fine, min_area=8)
 
 
 def ink_kept(img: Any, cells: Cells) -> float:
@@ -350,7 +354,7 @@ def _ink_kept(fine: Cells, cells: Cells) -> float:
 def faithful(img: Any, cells: Cells) -> bool:
     """Whether a grid shows the drawing it came from: the same counters, and no stroke dropped."""
     fine = _fine(img, cells)  # one resize of the drawing serves both checks
-    return counters(cells) == counters(fine, min_area=8) and _ink_kept(fine, cells) >= MIN_INK_KEPT
+    return counters(cells) == _fine_counters(fine) and _ink_kept(fine, cells) >= MIN_INK_KEPT
 
 
 def _faithful(

@@ -160,11 +160,7 @@ class Gateway:
                     f"the trial ended before the answer to request {index + 1} arrived.",
                 )
                 route.exchanges.append(self.recorder.exchange(request, None, error))
-                self._emit(
-                    "gateway.exchange",
-                    {"item_id": route.item_id, "index": index, "source": self.upstream.source,
-                     **route.exchanges[-1]},
-                )  # fmt: skip
+                self._emit_exchange(route, index, route.exchanges[-1])
             route.pending.clear()
             return list(route.exchanges)
 
@@ -242,17 +238,8 @@ class Gateway:
         with self._lock:
             self.exchange_count += 1
             self.failed_count += error is not None
-        self._emit(
-            "gateway.exchange",
-            {
-                "item_id": route.item_id,
-                "index": index,
-                "source": self.upstream.source,
-                "duration_ms": round((time.perf_counter() - started) * 1000.0, 3),
-                **({"after_trial_end": True} if late else {}),
-                **exchange,
-            },
-        )
+        timing = {"duration_ms": round((time.perf_counter() - started) * 1000.0, 3)}
+        self._emit_exchange(route, index, exchange, **timing, **({"after_trial_end": True} if late else {}))
         if error is not None:
             return error.status, error.body()
         assert completion is not None
@@ -273,6 +260,13 @@ class Gateway:
                 f"trial token limit: {route.tokens} prompt+completion tokens before request {index + 1} "
                 f"(limit {route.max_tokens}).",
             )
+
+    def _emit_exchange(self, route: TrialRoute, index: int, exchange: dict[str, Any], **extra: Any) -> None:
+        """The ``gateway.exchange`` event: the recorded exchange with the trial, position and source."""
+        self._emit(
+            "gateway.exchange",
+            {"item_id": route.item_id, "index": index, "source": self.upstream.source, **extra, **exchange},
+        )
 
     def _emit(self, event_type: str, payload: dict[str, Any]) -> None:
         emit = getattr(self.run, "emit", None)
