@@ -3,7 +3,8 @@
 A Science Birds letter is usually not a font: it is a few horizontal bars and vertical legs, with
 diagonals laid as staircases, and the shape of a letter with several forms depends on who builds it
 (an ``M`` as two legs with a V between them, or as a bar on three legs like a lower-case ``m``; a
-``W`` as its mirror image; a square or a pointed ``A``; a ``B`` with cut corners or a bitmap one).
+``W`` as its mirror image; a square or a pointed ``A``; a ``B`` with cut corners or a bitmap one;
+serifs capping the legs, as serif faces draw them and as a b31 laid across a leg looks).
 This family draws such letters directly on the block grid from a few integer parameters: height,
 width, leg and bar thickness, where the middle bar sits, whether corners are cut, and which form of
 the letter. It shares no glyph source with the other families (no font, no rasterized outline, no
@@ -20,7 +21,7 @@ from letter_grids import Cells, counters, trim
 from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH
 
 #: Width / height ratio range of each letter (the rest use ``_ASPECT``).
-_ASPECT = (0.6, 1.05)
+_ASPECT = (0.6, 1.25)  # up to the level grid's own 20 x 16: builders fill it
 _ASPECTS = {
     "I": (0.15, 0.6),
     "J": (0.45, 0.8),
@@ -36,6 +37,12 @@ _STROKES = {"I": 1, "K": 3, "M": 4, "N": 4, "W": 4, "A": 3, "V": 3, "X": 3, "Y":
 COUNTERS = {"A": 1, "B": 2, "D": 1, "O": 1, "P": 1, "Q": 1, "R": 1}
 #: Draws of a letter until its counters are the letter's (see ``block_cells``).
 DRAW_TRIES = 20
+#: Letters that may get serifs, across the top of their strokes and under their feet (serif faces;
+#: builders cap a leg with a b31 laid across it, as on the ``I`` and the serif ``L``).
+_SERIF_TOP = set("HKMNUVWXY")
+_SERIF_FOOT = set("AHKMNXY")
+#: Share of the draws of those letters that get serifs.
+_SERIF_SHARE = 0.3
 #: Smallest height that leaves room for every bar and gap of a letter with three bars.
 _MIN_ROWS = {"B": 5, "E": 5, "S": 5, "G": 5, "R": 5, "Q": 6, "M": 5, "W": 5}
 
@@ -446,4 +453,36 @@ def _draw(letter: str, rng: random.Random) -> Cells:
     tr = max(1, tv + rng.choice((-1, 1))) if rng.random() < 0.25 else tv
     pen = Pen(width, height, tv, th, min(tr, max(1, width - 2 * tv - 1)))
     DRAW[letter](pen, rng)
+    if letter in _SERIF_TOP | _SERIF_FOOT and width + 2 <= GRID_WIDTH and rng.random() < _SERIF_SHARE:
+        return serifs(pen.cells, top=letter in _SERIF_TOP, foot=letter in _SERIF_FOOT)
     return pen.cells
+
+
+def serifs(cells: Cells, *, top: bool, foot: bool) -> Cells:
+    """``cells`` with a one-row serif across every stroke end in the top and/or bottom row.
+
+    A stroke end is a run of ink no wider than three cells or a third of the letter (a leg, the
+    first step of a diagonal; not a bar); its serif reaches one cell to each side where that cell
+    and the one beyond it are empty, so a serif never joins two strokes or closes a gap.
+    """
+    width = len(cells[0]) + 2
+    out = [[0, *row, 0] for row in cells]
+    for y, wanted in ((0, top), (len(out) - 1, foot)):
+        if not wanted:
+            continue
+        row = out[y]
+        x = 0
+        while x < width:
+            if row[x] != 1:
+                x += 1
+                continue
+            end = x
+            while end + 1 < width and row[end + 1] == 1:
+                end += 1
+            if end - x + 1 <= max(3, (width - 2) // 3):
+                for side, beyond in ((x - 1, x - 2), (end + 1, end + 2)):
+                    clear = beyond < 0 or beyond >= width or not row[beyond]
+                    if 0 <= side < width and not row[side] and clear:
+                        out[y][side] = 2  # marked, so a new serif cell never counts as a stroke
+            x = end + 1
+    return [[1 if v else 0 for v in row] for row in out]

@@ -110,6 +110,27 @@ def test_block_family_draws_the_forms_people_build() -> None:
     assert {runs(w[0]) for w in shapes("W")} >= {2, 3}
     # Diagonals are staircases of leg-wide steps, one per row when steep.
     assert lb.Pen(7, 7, 1, 1).diag(1, 0, 5, 6) == {0: 1, 1: 2, 2: 2, 3: 3, 4: 4, 5: 4, 6: 5}
+    # Serif faces: some U legs are capped by a serif reaching past both sides of the leg.
+    assert any(u[0][0] and not u[1][0] for u in shapes("U"))
+    # Letters as wide as the 20 x 16 level grid lets them be, not only narrower than tall.
+    assert max(len(n[0]) / len(n) for n in shapes("N")) > 1.1
+
+
+def test_block_serifs_cap_stroke_ends_without_joining_strokes() -> None:
+    def grid(*rows: str) -> lb.Cells:
+        return [[1 if ch == "#" else 0 for ch in row] for row in rows]
+
+    def text(cells: lb.Cells) -> list[str]:
+        return ["".join("#" if v else "." for v in row) for row in cells]
+
+    u = grid("#...#", "#...#", "#####")
+    assert text(lb.serifs(u, top=True, foot=False)) == ["###.###", ".#...#.", ".#####."]
+    # Feet only where asked; the bottom bar of a U is a bar (wider than a third), not a foot.
+    assert text(lb.serifs(u, top=False, foot=True)) == [".#...#.", ".#...#.", ".#####."]
+    # Two legs two cells apart: only one of the facing serifs fits, a one-cell gap stays.
+    assert text(lb.serifs(grid("#..#", "#..#"), top=True, foot=False)) == ["###.##", ".#..#."]
+    # One cell apart: no facing serifs at all, the gap is not closed.
+    assert text(lb.serifs(grid("#.#", "#.#"), top=True, foot=True)) == ["##.##", "##.##"]
 
 
 def test_counters_count_enclosed_background_only() -> None:

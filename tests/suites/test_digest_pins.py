@@ -24,8 +24,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:7e8e6e7f745edfb60f099b287eb38b247224f1ac3b252117b1e4272f56c3a778"
-SUITE_INPUT = "sha256:cb1cd4cd825fc612c9c50a9212ac7cb5f8f77f90140d02ca005a009001ed2e7d"
+SUITE_RESULT = "sha256:34aa86f6500c9f2062724abe4bd37b05c1b7e45abab3fafabc45875e72b4dfdd"
+SUITE_INPUT = "sha256:ba3299fe0e1f7343fb6180bf5d468130e9c33b3d194a3c3afde1755a0677fd62"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
