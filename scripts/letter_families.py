@@ -468,14 +468,24 @@ def handdrawn() -> list[tuple[str, str, Grid]]:
     return out
 
 
-def handdrawn_programs() -> list[tuple[str, str, str]]:
-    """(name, letter, program): each hand-drawn grid built with supports where it needs them."""
+def handdrawn_levels() -> list[tuple[str, str, Grid, str]]:
+    """(name, letter, grid, program): each hand-drawn grid built with supports where it needs them."""
     return [
-        (name, letter, program_for_grid(grid, random.Random(f"hand:{name}"), balance=True))
+        (name, letter, grid, program_for_grid(grid, random.Random(f"hand:{name}"), balance=True))
         for name, letter, grid in handdrawn()
     ]
 
 
+def handdrawn_programs() -> list[tuple[str, str, str]]:
+    """(name, letter, program) of :func:`handdrawn_levels`."""
+    return [(name, letter, program) for name, letter, _, program in handdrawn_levels()]
+
+
+def corpus_levels(family: str, seeds: Sequence[int]) -> list[tuple[str, int, Grid, str]]:
+    """(letter, label index, target grid, program) for every seed x letter of ``family``."""
+    return [(c, i, *family_level(family, c, s)) for s in seeds for i, c in enumerate(LETTERS)]
+
+
 def corpus_programs(family: str, seeds: Sequence[int]) -> list[tuple[str, int, str]]:
     """(letter, label index, program) for every seed x letter of ``family``."""
-    return [(c, i, family_program(family, c, s)) for s in seeds for i, c in enumerate(LETTERS)]
+    return [(c, i, program) for c, i, _, program in corpus_levels(family, seeds)]

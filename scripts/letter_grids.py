@@ -36,3 +36,24 @@ def counters(cells: Sequence[Sequence[int]], min_area: int = 1) -> int:
             if not open_ and size >= min_area:
                 count += 1
     return count
+
+
+def beside_ink(target: Sequence[Sequence[int]], built: Sequence[Sequence[int]]) -> int:
+    """Cells of ``built`` outside ``target`` with no ``target`` cell above them in their column.
+
+    Both grids are level grids (row 0 at the bottom). The drop planner adds cells to a letter so it
+    stands: a pillar under an overhang lies under the letter and leaves its outline as drawn, but
+    a ``b31`` reaching past a cut corner to rest on a leg, or a block filling a notch in the top
+    row, puts ink beside the letter and changes its outline (an ``O`` with one ear reads as a
+    ``C``). The count separates the levels whose outline the build changed from the rest, so
+    accuracy can be measured on each.
+    """
+    height, width = len(target), len(target[0])
+    count = 0
+    for c in range(width):
+        covered = False  # a target cell lies above the current row (scanning top-down)
+        for r in range(height - 1, -1, -1):
+            if built[r][c] and not target[r][c] and not covered:
+                count += 1
+            covered = covered or bool(target[r][c])
+    return count

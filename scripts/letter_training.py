@@ -64,6 +64,8 @@ class Split:
     small: list[bytes] = field(default_factory=list)
     png: list[bytes] = field(default_factory=list)
     moved: list[float] = field(default_factory=list)
+    #: Per level: whether the build put ink beside the letter (``letter_grids.beside_ink``).
+    beside: list[bool] = field(default_factory=list)
 
     @property
     def keep(self) -> list[int]:
@@ -140,13 +142,18 @@ def _read_cache(path: Path, count: int) -> list[tuple[bytes, bytes, float]] | No
     return out
 
 
-def as_tensor(splits: list[Split]) -> tuple[Any, Any]:
-    """Non-heap levels of ``splits`` as a uint8 (N, 1, 128, 128) tensor and a label tensor."""
+def as_tensor(splits: list[Split], *, beside: bool | None = None) -> tuple[Any, Any]:
+    """Non-heap levels of ``splits`` as a uint8 (N, 1, 128, 128) tensor and a label tensor.
+
+    With ``beside``, only the levels whose build did (True) or did not (False) put ink beside the
+    letter: the two halves of a test set, measured apart.
+    """
     import numpy as np
     import torch
 
-    raw = [s.small[i] for s in splits for i in s.keep]
-    labels = [s.labels[i] for s in splits for i in s.keep]
+    rows = [(s, i) for s in splits for i in s.keep if beside is None or s.beside[i] == beside]
+    raw = [s.small[i] for s, i in rows]
+    labels = [s.labels[i] for s, i in rows]
     data = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(-1, 1, IMAGE, IMAGE)
     return torch.from_numpy(data.copy()), torch.tensor(labels, dtype=torch.long)
 
@@ -526,4 +533,10 @@ def softmax_rows(logits: Any) -> list[list[float]]:
 
 
 def heap_stats(split: Split) -> dict[str, Any]:
-    return {"levels": len(split.programs), "heaps": len(split.programs) - len(split.keep)}
+    """Levels, heaps, and non-heap levels whose build put ink beside the letter."""
+    keep = split.keep
+    return {
+        "levels": len(split.programs),
+        "heaps": len(split.programs) - len(keep),
+        "beside_ink": sum(split.beside[i] for i in keep) if split.beside else None,
+    }

@@ -43,10 +43,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import letter_families as lf  # noqa: E402
 import letter_training as lt  # noqa: E402
+from letter_grids import beside_ink  # noqa: E402
 
 from worldforge.core.canonical import pretty_json  # noqa: E402
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload  # noqa: E402
 from worldforge.core.io import atomic_write_text  # noqa: E402
+from worldforge.pcg.levels.drop_plan import simulate_drops  # noqa: E402
 
 DEFAULT_OUT = ROOT / "worldforge" / "pcg" / "assets" / "letter-classifier"
 DEFAULT_MANIFEST = ROOT / "dataset-manifests" / "letter-classifier.json"
@@ -62,14 +64,16 @@ def build_splits(train_seeds: int, heldout_seeds: int) -> list[lt.Split]:
             ("heldout", range(HELDOUT_SEED_BASE, HELDOUT_SEED_BASE + heldout_seeds)),
         ):
             split = lt.Split(family, name)
-            for _, label, program in lf.corpus_programs(family, seeds):
+            for _, label, grid, program in lf.corpus_levels(family, seeds):
                 split.programs.append(program)
                 split.labels.append(label)
+                split.beside.append(beside_ink(grid, simulate_drops(program)) > 0)
             splits.append(split)
     hand = lt.Split("hand", "eval")
-    for _, letter, program in lf.handdrawn_programs():
+    for _, letter, grid, program in lf.handdrawn_levels():
         hand.programs.append(program)
         hand.labels.append(lf.LETTERS.index(letter))
+        hand.beside.append(beside_ink(grid, simulate_drops(program)) > 0)
     splits.append(hand)
     return splits
 
@@ -100,7 +104,13 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
             lt.FoldJob(
                 label=f"lofo-{held}",
                 train=lt.as_tensor(train),
-                tests={"test": lt.as_tensor(pick(splits, family=held)), "hand": hand},
+                tests={
+                    "test": lt.as_tensor(pick(splits, family=held)),
+                    # The same levels split by whether the build changed the letter's outline.
+                    "test_beside_ink": lt.as_tensor(pick(splits, family=held), beside=True),
+                    "test_as_drawn": lt.as_tensor(pick(splits, family=held), beside=False),
+                    "hand": hand,
+                },
                 epochs=args.lofo_epochs,
                 seed=args.seed,
                 lr=args.lr,

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from worldforge.pcg.levels.drop_plan import simulate_drops
+from worldforge.pcg.levels.drop_plan import grid_from_text, simulate_drops
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -23,6 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import letter_blocks as lb  # noqa: E402
 import letter_families as lf  # noqa: E402
 import letter_training as lt  # noqa: E402
+from letter_grids import beside_ink  # noqa: E402
 
 fonts = pytest.mark.skipif(
     bool(lf.missing_fonts()), reason=f"glyph fonts not installed (apt-get install {lf.FONT_PACKAGES})"
@@ -327,3 +330,54 @@ def test_render_cache_is_kept_per_split(tmp_path: Path, monkeypatch: pytest.Monk
     assert rendered == ["drop_block('b13', 7)\n"]
     assert again.small == glyph.small and changed.small != block.small
     assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_beside_ink_counts_cells_beside_the_letter_not_supports_under_it() -> None:
+    target = grid_from_text(".###.\n#...#\n#...#\n.###.")
+    pillar = grid_from_text(".###.\n#.#.#\n#.#.#\n####.")  # supports under the bar and a leg
+    ears = grid_from_text("#####\n#...#\n#...#\n.###.")  # the top corners filled: nothing above
+    brim = grid_from_text(".###..\n##..##\n#...#.\n.###..")  # a b31 resting on a leg, one cell out
+    assert beside_ink(target, target) == 0
+    assert beside_ink(target, pillar) == 0
+    assert beside_ink(target, ears) == 2
+    assert beside_ink(target, brim) == 1  # the cell under the bar's end is a support; the brim is not
+
+
+def test_beside_ink_of_a_real_block_level() -> None:
+    """Block ``O`` seed 0 has cut corners; the planner squares the two top ones (the bottom ones
+    lie under the legs: supports)."""
+    grid, program = lf.family_level("block", "O", 0)
+    built = simulate_drops(program)
+    assert beside_ink(grid, built) == 2
+    top = max(r for r, row in enumerate(grid) if any(row))
+    added = {(c, r) for c, r in _cells(built) - _cells(grid) if r == top}
+    assert added == {(min(c for c, _ in _cells(grid)), top), (max(c for c, _ in _cells(grid)), top)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 1), min_size=6, max_size=6), min_size=5, max_size=5), st.data())
+def test_beside_ink_ignores_supports_and_counts_each_added_cell(rows: list[list[int]], data: Any) -> None:
+    target = tuple(tuple(row) for row in rows)
+    # Fill every empty cell under a target cell: supports only.
+    supported = [list(row) for row in rows]
+    for c in range(6):
+        tops = [r for r in range(5) if rows[r][c]]
+        for r in range(max(tops, default=-1)):
+            supported[r][c] = 1
+    assert beside_ink(target, tuple(tuple(row) for row in supported)) == 0
+    empty_columns = [c for c in range(6) if not any(rows[r][c] for r in range(5))]
+    extra = data.draw(st.sets(st.sampled_from(empty_columns))) if empty_columns else set()
+    for c in extra:
+        supported[0][c] = 1
+    assert beside_ink(target, tuple(tuple(row) for row in supported)) == len(extra)
+
+
+def test_test_sets_split_by_beside_ink() -> None:
+    split = lt.Split("block", "train", programs=["a", "b", "c"], labels=[0, 1, 2])
+    split.small = [bytes([k]) * (lt.IMAGE * lt.IMAGE) for k in range(3)]
+    split.moved, split.beside = [0.0, 0.0, 1.0], [True, False, True]  # the third is a heap
+    assert lt.as_tensor([split])[1].tolist() == [0, 1]
+    assert lt.as_tensor([split], beside=True)[1].tolist() == [0]
+    data, labels = lt.as_tensor([split], beside=False)
+    assert labels.tolist() == [1] and int(data[0, 0, 0, 0]) == 1
+    assert lt.heap_stats(split) == {"levels": 3, "heaps": 1, "beside_ink": 1}
