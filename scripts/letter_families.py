@@ -484,8 +484,3 @@ def handdrawn_programs() -> list[tuple[str, str, str]]:
 def corpus_levels(family: str, seeds: Sequence[int]) -> list[tuple[str, int, Grid, str]]:
     """(letter, label index, target grid, program) for every seed x letter of ``family``."""
     return [(c, i, *family_level(family, c, s)) for s in seeds for i, c in enumerate(LETTERS)]
-
-
-def corpus_programs(family: str, seeds: Sequence[int]) -> list[tuple[str, int, str]]:
-    """(letter, label index, program) for every seed x letter of ``family``."""
-    return [(c, i, program) for c, i, _, program in corpus_levels(family, seeds)]
