@@ -170,8 +170,10 @@ def _d(p: Pen, r: random.Random) -> None:
     p.leg(0, 0, p.h - 1)
     # Corners cut by a single leg-wide notch read as a D only on a narrow letter (the 5x7 bitmap D);
     # on a wider box the notch is lost among the planner's pillars and the level shows an O.
-    if p.h >= 7 and p.w >= 5 and (p.w > 6 or r.random() < 0.5):
-        k = min(p.h // 4, p.w // 3)
+    # A diagonal corner needs two steps at least: a one-step "diagonal" of a leg-wide stroke fills
+    # the corner cell and draws a box, which is an O.
+    k = min(p.h // 4, p.w // 3)
+    if k >= 2 and (p.w > 6 or r.random() < 0.5):
         p.bar(0, 0, p.w - 1 - k)
         p.bar(p.bottom, 0, p.w - 1 - k)
         p.diag(p.w - k - p.tv + 1, 0, p.right, k)
@@ -196,11 +198,10 @@ def _g(p: Pen, r: random.Random) -> None:
     _c(p, r, lips=False)
     mid = _mid(p, r, 0.4, 0.55)
     p.leg(p.right, mid, p.h - 1)
-    form = r.choice(("bar", "bar", "none"))
-    if form == "bar":
-        p.bar(mid, p.w // 2, p.w - 1)
-    elif p.h > 6:
-        p.fill(p.right, 0, p.w - 1, p.th)  # a top lip instead
+    # Always with its inward bar. A G without one (a C on a short leg, with or without a top lip)
+    # is built with a pillar under the top bar's end, in the opening, down to the leg: the level
+    # is a closed box, an O (the shipped block fold read 24 % of those as G, 98 % of the barred).
+    p.bar(mid, p.w // 2, p.w - 1)
 
 
 def _h(p: Pen, r: random.Random) -> None:

@@ -119,6 +119,27 @@ def test_block_family_draws_the_forms_people_build() -> None:
     assert max(len(n[0]) / len(n) for n in shapes("N")) > 1.1
 
 
+def test_block_d_always_shows_its_cut_right_corners() -> None:
+    import random
+
+    # A D whose right corners are filled is a box: the level shows an O under the label D.
+    for seed in range(300):
+        d = lb.block_cells("D", random.Random(seed))
+        assert not d[0][-1] and not d[-1][-1], (seed, d)
+        assert d[0][0] and d[-1][0]
+
+
+def test_block_g_always_has_its_inward_bar() -> None:
+    import random
+
+    # Without the bar a G is a C on a short leg; built, the pillar under its top bar closes the
+    # opening and the level is an O.
+    for seed in range(300):
+        g = lb.block_cells("G", random.Random(seed))
+        w = len(g[0])
+        assert any(all(row[w // 2 :]) for row in g[2:-2]), (seed, g)
+
+
 def test_block_serifs_cap_stroke_ends_without_joining_strokes() -> None:
     def grid(*rows: str) -> lb.Cells:
         return [[1 if ch == "#" else 0 for ch in row] for row in rows]
