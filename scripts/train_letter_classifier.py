@@ -189,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         args.out, args.manifest = Path("/tmp/letter-classifier-quick"), None
         args.results = Path("/tmp/letter-classifier-quick/classifier.json")
         args.train_seeds, args.heldout_seeds, args.epochs, args.lofo_epochs = 2, 1, 1, 1
+    if args.manifest is not None and not args.out.resolve().is_relative_to(ROOT.resolve()):
+        # Checked before the run, not after it: the manifest names the checkpoint's files by their
+        # path in the project, which a folder outside it does not have.
+        parser.error(
+            f"--out {args.out}: outside the project; the dataset manifest cannot name it (add --no-manifest)"
+        )
 
     import torch
 

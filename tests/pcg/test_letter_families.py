@@ -402,3 +402,16 @@ def test_test_sets_split_by_beside_ink() -> None:
     data, labels = lt.as_tensor([split], beside=False)
     assert labels.tolist() == [1] and int(data[0, 0, 0, 0]) == 1
     assert lt.heap_stats(split) == {"levels": 3, "heaps": 1, "beside_ink": 1}
+
+
+def test_training_refuses_an_out_folder_the_manifest_cannot_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import train_letter_classifier as tlc
+
+    # Refused before any work: the dataset manifest names the checkpoint by its path in the project.
+    with pytest.raises(SystemExit) as exc:
+        tlc.main(["--out", str(tmp_path / "ckpt")])
+    assert exc.value.code == 2
+    assert "--no-manifest" in capsys.readouterr().err
+    assert not (tmp_path / "ckpt").exists()
