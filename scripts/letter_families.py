@@ -42,7 +42,14 @@ from letter_blocks import block_cells
 from letter_grids import Cells, counters, trim
 
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, blocks_to_program, plan_blocks
+from worldforge.pcg.levels.drop_plan import (
+    GRID_HEIGHT,
+    GRID_WIDTH,
+    Grid,
+    blocks_to_program,
+    plan_blocks,
+    simulate_drops,
+)
 from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +182,7 @@ def _skeletons() -> dict[str, list[list[list[Point]]]]:
             [[(0, 0), (0.15, 1), (0.5, 0.3), (0.85, 1), (1, 0)]],
             [[(0, 0), (0, 1), (1, 1), (1, 0)], [(0.5, 1), (0.5, 0.35)]],
         ],
-        "N": [[[(0, 0), (0, 1), (1, 0), (1, 1)]]],
+        "N": [[[(0, 0), (0, 1), (1, 0), (1, 1)]], [stem, [(1, 0), (1, 1)], [(0, 0.75), (1, 0.25)]]],
         "O": [[ring], [octagon], [[(0, 0), (0, 1), (1, 1), (1, 0), (0, 0)]]],
         "P": [[stem, bowl_p], [[(0, 0), (0, 1), (1, 1), (1, 0.45), (0, 0.45)]]],
         "Q": [
@@ -223,6 +230,8 @@ def _skeletons() -> dict[str, list[list[list[Point]]]]:
 
 
 SKELETONS = _skeletons()
+#: Share of ``stroke`` letters drawn low and wide (see ``_stroke_draw``).
+WIDE_SHARE = 0.25
 _NARROW = {"I": 0.45, "J": 0.65, "L": 0.7, "F": 0.7, "E": 0.7, "M": 1.05, "W": 1.1}
 
 
@@ -256,9 +265,13 @@ def _stroke_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     from PIL import Image, ImageDraw
 
     shape = rng.choice(SKELETONS[letter])
-    height = rng.randint(5, GRID_HEIGHT)
+    # A quarter of the letters are low and wide (1.4-2.2 times the usual width, at most 12 rows), as
+    # builders fill the 20 x 16 grid and bitmap letters scaled across come out (a wide ``N`` whose
+    # shallow diagonal stands on pillars read as ``H`` while no training family drew one).
+    wide = rng.random() < WIDE_SHARE
+    height = rng.randint(5, 12 if wide else GRID_HEIGHT)
     thick = 1 if height < 8 else rng.choice((1, 1, 2) if height < 12 else (1, 2, 2, 3))
-    aspect = _NARROW.get(letter, 0.8) * rng.uniform(0.75, 1.25)
+    aspect = _NARROW.get(letter, 0.8) * rng.uniform(0.75, 1.25) * (rng.uniform(1.4, 2.2) if wide else 1.0)
     width = max(3, min(GRID_WIDTH, round(height * aspect)))
     px = 8
     img = Image.new("L", (width * px, height * px), 0)
@@ -443,13 +456,47 @@ def program_for_grid(grid: Grid, rng: random.Random, *, balance: bool) -> str:
     return blocks_to_program(blocks)
 
 
+def built_shows(letter: str, grid: Grid, built: Grid) -> bool:
+    """Whether the built level still shows ``letter``, as far as the drop planner can take it away.
+
+    The planner adds cells so a letter stands. Two letters can lose what tells them from an ``O``:
+
+    * a ``D`` its cut right corners: the bottom one is filled under the right leg (a leg cannot hang
+      over an empty cell), the top one by a ``b31`` laid on the leg to carry the top bar's end. With
+      both filled the level is a box (13 of 300 ``block`` and 4 of 300 ``stroke`` ``D``s were, read
+      as ``O`` every time); with one left open it still shows a ``D``.
+    * a ``C`` its opening: the top bar's end is carried by a pillar, and one standing at its very
+      end, down to the bottom bar, closes the mouth (about one ``C`` in seven in every family).
+
+    Such a level shows an ``O`` under the label of another letter. No other letter has its identity
+    in cells the planner adds.
+    """
+    if letter not in ("C", "D"):
+        return True
+    rows = [r for r, row in enumerate(grid) if any(row)]
+    right = max(c for row in grid for c, v in enumerate(row) if v)
+    if letter == "C":
+        return any(not built[r][right] for r in range(rows[0] + 1, rows[-1]))
+    corners = [(r, right) for r in (rows[0], rows[-1]) if not grid[r][right]]
+    return not corners or any(not built[r][c] for r, c in corners)
+
+
 def family_level(family: str, letter: str, seed: int) -> tuple[Grid, str]:
-    """(target grid, ``drop_block`` program) of ``letter`` from ``family`` for ``seed``; deterministic."""
+    """(target grid, ``drop_block`` program) of ``letter`` from ``family`` for ``seed``; deterministic.
+
+    A level whose build no longer shows its letter (:func:`built_shows`) is drawn again by the next
+    draws of the same seeded generator (at most ``FAITHFUL_TRIES`` draws), so the family stays
+    deterministic and every other level is unchanged.
+    """
     if family == "glyph":
         return letter_target(letter, seed), letter_program(letter, seed)
     rng = variant_rng(letter, seed, f"family:{family}")
-    grid = place(CELL_FAMILIES[family](letter, rng), rng)
-    return grid, program_for_grid(grid, rng, balance=rng.random() >= 0.2)
+    for _ in range(FAITHFUL_TRIES):
+        grid = place(CELL_FAMILIES[family](letter, rng), rng)
+        program = program_for_grid(grid, rng, balance=rng.random() >= 0.2)
+        if letter not in ("C", "D") or built_shows(letter, grid, simulate_drops(program)):
+            break
+    return grid, program
 
 
 def family_program(family: str, letter: str, seed: int) -> str:

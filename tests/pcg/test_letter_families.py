@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worldforge.pcg.levels.drop_plan import grid_from_text, simulate_drops
+from worldforge.pcg.levels.drop_plan import Grid, grid_from_text, simulate_drops
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -127,6 +127,73 @@ def test_block_d_always_shows_its_cut_right_corners() -> None:
         d = lb.block_cells("D", random.Random(seed))
         assert not d[0][-1] and not d[-1][-1], (seed, d)
         assert d[0][0] and d[-1][0]
+
+
+def _level(*rows: str) -> Grid:
+    cells = [[1 if ch == "#" else 0 for ch in row.ljust(20, ".")] for row in rows]
+    return tuple(tuple(row) for row in reversed(cells + [[0] * 20] * (16 - len(cells))))
+
+
+def test_built_shows_a_d_only_with_a_cut_corner_left_open() -> None:
+    drawn = _level("###.", "#..#", "#..#", "###.")
+    assert lf.built_shows("D", drawn, drawn)
+    assert lf.built_shows("D", drawn, _level("###.", "#..#", "#..#", "####"))  # one corner open
+    assert not lf.built_shows("D", drawn, _level("####", "#..#", "#..#", "####"))  # a box: an O
+    # Other letters keep their identity in the cells they are drawn with.
+    assert lf.built_shows("O", drawn, _level("####", "#..#", "#..#", "####"))
+
+
+def test_built_shows_a_c_only_with_its_mouth_open() -> None:
+    drawn = _level("#####", "#....", "#....", "#....", "#####")
+    assert lf.built_shows("C", drawn, drawn)
+    # Pillars under the top bar leave the mouth open as long as none stands at the bar's end.
+    assert lf.built_shows("C", drawn, _level("#####", "#.#..", "#.#..", "#.#..", "#####"))
+    assert lf.built_shows("C", drawn, _level("#####", "#..##", "#..#.", "#..#.", "#####"))
+    # A pillar at the end, down to the bottom bar, closes it: a box with an ear is an O.
+    assert not lf.built_shows("C", drawn, _level("######", "#...#.", "#...#.", "#...#.", "#####."))
+    assert not lf.built_shows("C", drawn, _level("#####", "#.#.#", "#.#.#", "#.#.#", "#####"))
+
+
+@pytest.mark.parametrize(
+    ("family", "letter", "seeds"),
+    [
+        ("block", "D", (51, 80, 297)),
+        ("stroke", "D", (266,)),
+        ("block", "C", (3, 6)),
+        ("stroke", "C", (0, 5)),
+        ("font", "C", (14, 23)),
+        ("pixel", "C", (4, 6)),
+    ],
+)
+def test_levels_built_as_an_o_are_drawn_again(family: str, letter: str, seeds: tuple[int, ...]) -> None:
+    # These seeds' first draws were built as an O (a D with both cut corners filled, a C whose mouth
+    # a pillar closed); the family draws them again from the same seeded generator.
+    from worldforge.pcg.levels.glyphs import variant_rng
+
+    for seed in seeds:
+        rng = variant_rng(letter, seed, f"family:{family}")
+        first = lf.place(lf.CELL_FAMILIES[family](letter, rng), rng)
+        first_program = lf.program_for_grid(first, rng, balance=rng.random() >= 0.2)
+        assert not lf.built_shows(letter, first, simulate_drops(first_program)), seed
+        grid, program = lf.family_level(family, letter, seed)
+        assert lf.built_shows(letter, grid, simulate_drops(program)), seed
+        assert (grid, program) == lf.family_level(family, letter, seed)
+
+
+def test_stroke_family_draws_low_wide_letters_and_the_bitmap_n() -> None:
+    import random
+
+    # Wide letters (the level grid is wider than tall; bitmap letters scaled across): an N at its
+    # usual width is at most as wide as tall; some are drawn 1.4 times as wide or more, up to 2.
+    # The bitmap-font N: a short diagonal across the middle rows between two full legs.
+    shapes = [lf.trim(lf.stroke_cells("N", random.Random(seed))) for seed in range(200)]
+    aspects = [len(s[0]) / len(s) for s in shapes]
+    assert 20 <= sum(a >= 1.4 for a in aspects) <= 100
+    assert max(aspects) >= 1.9
+    assert sum(a <= 1.1 for a in aspects) >= 100
+    # The bitmap-font N: a short diagonal across the middle rows between two full legs.
+    diagonals = [s for shape in lf.SKELETONS["N"] for s in shape if len(s) == 2 and s[0][0] != s[1][0]]
+    assert any(0.5 < s[0][1] < 1 and 0 < s[1][1] < 0.5 for s in diagonals)
 
 
 def test_block_g_always_has_its_inward_bar() -> None:

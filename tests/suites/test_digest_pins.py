@@ -24,8 +24,8 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:f21d49fc4ea1a83d6eafa5a99591191fe0c31c26786379653bbdfe26ed412998"
-SUITE_INPUT = "sha256:9fd87e33986f6b74c9c1573abd62298b8b4041feefdeeed0287696aa4633487d"
+SUITE_RESULT = "sha256:f482e84ce9223f10281ee47acc8fad42287855b65ede109d9ab2eb5e07472c86"
+SUITE_INPUT = "sha256:6014e9dd1ede034cfc6602a9ffdbaaa4885f8af82206775ceea69cf75f989da3"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
     "convert": "sha256:69ea190ee8bdfc607bca112e4344553b8477007068080efb9f218f59d53789e8",
