@@ -34,6 +34,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +57,55 @@ DEFAULT_RESULTS = ROOT / "docs" / "classifier.json"
 HELDOUT_SEED_BASE = 100_000  # held-out programs use seeds >= this; training seeds start at 0
 
 
-def build_splits(train_seeds: int, heldout_seeds: int) -> list[lt.Split]:
-    splits: list[lt.Split] = []
+#: Seeds per program-generation job (26 levels each): small enough to keep both workers busy to
+#: the end, as the families differ in cost (the ``font`` family redraws most).
+SEED_CHUNK = 25
+
+
+def _corpus_chunk(job: tuple[str, range]) -> tuple[list[str], list[int], list[bool]]:
+    """Programs, labels and beside-ink flags of one family for a range of seeds (a worker's job)."""
+    family, seeds = job
+    programs, labels, beside = [], [], []
+    for _, label, grid, program in lf.corpus_levels(family, seeds):
+        programs.append(program)
+        labels.append(label)
+        beside.append(beside_ink(grid, simulate_drops(program)) > 0)
+    return programs, labels, beside
+
+
+def build_splits(train_seeds: int, heldout_seeds: int, workers: int = 1) -> list[lt.Split]:
+    """Every family's training and held-out split, then the hand-drawn one.
+
+    Generating the programs takes minutes on one core (the ``font`` family's redraws, one drop
+    simulation per level for the beside-ink flag), so chunks of seeds go to ``workers`` processes;
+    the chunks are put back in order, so every split is the same for any number of workers.
+    """
+    plan: list[tuple[lt.Split, int]] = []
+    jobs: list[tuple[str, range]] = []
     for family in lf.TRAIN_FAMILIES:
         for name, seeds in (
             ("train", range(train_seeds)),
             ("heldout", range(HELDOUT_SEED_BASE, HELDOUT_SEED_BASE + heldout_seeds)),
         ):
-            split = lt.Split(family, name)
-            for _, label, grid, program in lf.corpus_levels(family, seeds):
-                split.programs.append(program)
-                split.labels.append(label)
-                split.beside.append(beside_ink(grid, simulate_drops(program)) > 0)
-            splits.append(split)
+            chunks = [
+                range(s, min(s + SEED_CHUNK, seeds.stop)) for s in range(seeds.start, seeds.stop, SEED_CHUNK)
+            ]
+            plan.append((lt.Split(family, name), len(chunks)))
+            jobs += [(family, chunk) for chunk in chunks]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_corpus_chunk, jobs))
+    else:
+        results = [_corpus_chunk(job) for job in jobs]
+    splits: list[lt.Split] = []
+    parts = iter(results)
+    for split, count in plan:
+        for _ in range(count):
+            programs, labels, beside = next(parts)
+            split.programs += programs
+            split.labels += labels
+            split.beside += beside
+        splits.append(split)
     hand = lt.Split("hand", "eval")
     for _, letter, grid, program in lf.handdrawn_levels():
         hand.programs.append(program)
@@ -202,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     begin = time.monotonic()
     load = os.getloadavg()
-    splits = build_splits(args.train_seeds, args.heldout_seeds)
+    splits = build_splits(args.train_seeds, args.heldout_seeds, args.workers)
     lt.render_splits(splits, args.workers, args.cache)
     render_s = time.monotonic() - begin
     folds = {} if args.no_lofo else leave_one_family_out(splits, args)

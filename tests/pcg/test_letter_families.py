@@ -482,3 +482,15 @@ def test_training_refuses_an_out_folder_the_manifest_cannot_name(
     assert exc.value.code == 2
     assert "--no-manifest" in capsys.readouterr().err
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_corpus_splits_are_the_same_for_any_number_of_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import train_letter_classifier as tlc
+
+    # Program generation runs in chunks of seeds across processes; the chunks go back in order.
+    one = tlc.build_splits(3, 1, workers=1)
+    monkeypatch.setattr(tlc, "SEED_CHUNK", 2)  # the 3 training seeds in two chunks
+    two = tlc.build_splits(3, 1, workers=2)
+    assert [(s.family, s.split) for s in one] == [(s.family, s.split) for s in two]
+    assert [(s.programs, s.labels, s.beside) for s in one] == [(s.programs, s.labels, s.beside) for s in two]
+    assert len(one[0].programs) == 3 * 26
