@@ -456,6 +456,10 @@ def program_for_grid(grid: Grid, rng: random.Random, *, balance: bool) -> str:
     return blocks_to_program(blocks)
 
 
+#: Letters whose build :func:`built_shows` checks (the only ones the drop planner can turn into an O).
+BUILT_CHECKED = ("C", "D")
+
+
 def built_shows(letter: str, grid: Grid, built: Grid) -> bool:
     """Whether the built level still shows ``letter``, as far as the drop planner can take it away.
 
@@ -463,15 +467,15 @@ def built_shows(letter: str, grid: Grid, built: Grid) -> bool:
 
     * a ``D`` its cut right corners: the bottom one is filled under the right leg (a leg cannot hang
       over an empty cell), the top one by a ``b31`` laid on the leg to carry the top bar's end. With
-      both filled the level is a box (13 of 300 ``block`` and 4 of 300 ``stroke`` ``D``s were, read
-      as ``O`` every time); with one left open it still shows a ``D``.
+      both filled the level is a box (13 of 300 ``block`` and one of 300 ``stroke`` ``D``s were; the
+      ``block`` ones were read as ``O`` every time); with one left open it still shows a ``D``.
     * a ``C`` its opening: the top bar's end is carried by a pillar, and one standing at its very
       end, down to the bottom bar, closes the mouth (about one ``C`` in seven in every family).
 
     Such a level shows an ``O`` under the label of another letter. No other letter has its identity
     in cells the planner adds.
     """
-    if letter not in ("C", "D"):
+    if letter not in BUILT_CHECKED:
         return True
     rows = [r for r, row in enumerate(grid) if any(row)]
     right = max(c for row in grid for c, v in enumerate(row) if v)
@@ -494,7 +498,7 @@ def family_level(family: str, letter: str, seed: int) -> tuple[Grid, str]:
     for _ in range(FAITHFUL_TRIES):
         grid = place(CELL_FAMILIES[family](letter, rng), rng)
         program = program_for_grid(grid, rng, balance=rng.random() >= 0.2)
-        if letter not in ("C", "D") or built_shows(letter, grid, simulate_drops(program)):
+        if letter not in BUILT_CHECKED or built_shows(letter, grid, simulate_drops(program)):
             break
     return grid, program
 
