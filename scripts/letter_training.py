@@ -193,7 +193,7 @@ def augment(batch: Any, generator: Any) -> Any:
     ink = _stroke_weight(ink, generator)
     ink = _supports(ink, generator)
     ink = _cutouts(ink, generator)
-    return _normalize(1.0 - F.avg_pool2d(ink, 2))
+    return _normalize(1.0 - F.avg_pool2d(ink, 2), channels_last=True)
 
 
 @functools.cache
@@ -298,32 +298,39 @@ def _requantize(ink: Any, generator: Any) -> Any:
 
 def _supports(ink: Any, generator: Any) -> Any:
     """For 35 % of the images, one or two supports: in a random band of columns 3-8 px wide, the
-    gap below a random ink run is filled down to the next ink (or to the letter's bottom row)."""
+    gap below a random ink run is filled down to the next ink (or to the letter's bottom row).
+
+    The searches run in numpy on one boolean copy of the batch (the per-image torch calls cost
+    more than the work); the draws from ``generator`` are the same calls in the same order.
+    """
+    import numpy as np
     import torch
 
     out = ink.clone()
     height, width = ink.shape[-2:]
+    images = (ink[:, 0] > 0.5).numpy()
+    filled = out.numpy()  # shares memory with ``out``
     for i in range(ink.shape[0]):
         if float(torch.rand(1, generator=generator)) >= 0.35:
             continue
-        image = ink[i, 0] > 0.5
-        rows = torch.nonzero(image.any(1)).flatten()
+        image = images[i]
+        rows = np.flatnonzero(image.any(1))
         if not len(rows):
             continue
-        bottom = int(rows.max())
+        bottom = int(rows[-1])
         for _ in range(_draw(generator, 1, 3)):
             band = _draw(generator, 3, 9)
             x0 = _draw(generator, 0, width - band)
             column = image[:, x0 : x0 + band].any(1)
-            ys = torch.nonzero(column).flatten()
+            ys = np.flatnonzero(column)
             if not len(ys):
                 continue
             y = int(ys[_draw(generator, 0, len(ys))])
-            while y + 1 < height and column[y + 1]:
-                y += 1
-            below = torch.nonzero(column[y + 1 :]).flatten()
+            below = np.flatnonzero(~column[y + 1 :])  # the run of ink from y down ends here
+            y = y + int(below[0]) if len(below) else height - 1
+            below = np.flatnonzero(column[y + 1 :])
             end = y + 1 + int(below[0]) if len(below) else bottom + 1
-            out[i, 0, y:end, x0 : x0 + band] = 1.0
+            filled[i, 0, y:end, x0 : x0 + band] = 1.0
     return out
 
 
@@ -340,8 +347,13 @@ def _cutouts(ink: Any, generator: Any) -> Any:
     return ink
 
 
-def _normalize(img: Any) -> Any:
-    return ((img - 0.5) / 0.5).expand(-1, 3, -1, -1).contiguous()
+def _normalize(img: Any, *, channels_last: bool = False) -> Any:
+    """(img - 0.5) / 0.5 on three channels; ``channels_last`` lays it out as training wants it
+    (one copy instead of two)."""
+    import torch
+
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    return ((img - 0.5) / 0.5).expand(-1, 3, -1, -1).contiguous(memory_format=layout)
 
 
 def build_model(seed: int) -> Any:
@@ -397,7 +409,7 @@ def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: s
         total, correct, loss_sum = 0, 0, 0.0
         for i in range(0, len(order), batch):
             idx = order[i : i + batch]
-            x = augment(data[idx].float() / 255.0, generator).contiguous(memory_format=torch.channels_last)
+            x = augment(data[idx].float() / 255.0, generator)  # channels-last already
             logits = model(pixel_values=x).logits
             loss = loss_fn(logits, target[idx])
             opt.zero_grad()
@@ -447,7 +459,7 @@ def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, Any]]:
     OpenMP state); results in the order of ``jobs``."""
     import multiprocessing
 
-    if workers <= 1:
+    if workers <= 1 or not jobs:
         return [run_fold(job) for job in jobs]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

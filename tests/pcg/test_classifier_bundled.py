@@ -105,3 +105,35 @@ def test_card_and_report_figures_name_the_measured_accuracy() -> None:
     other = classifier_accuracy({"id": BUNDLED_ID, "weights_digest": "sha256:" + "0" * 64})
     assert other == {"checkpoint": BUNDLED_ID, "measured": False}
     assert "not measured" in accuracy_sentence(classifier_accuracy({"id": "local:x", "weights_digest": "d"}))
+
+
+def test_in_place_relu_gives_the_plain_models_outputs_bit_for_bit() -> None:
+    """The loaded classifier runs its ReLUs in place (speed); logits and the embedding the head
+    reads equal those of the checkpoint loaded by transformers alone, on renders and on noise."""
+    import torch
+    from transformers import AutoModelForImageClassification
+
+    clf = load_classifier(device="cpu")
+    relus = [m for m in clf.model.modules() if isinstance(m, torch.nn.ReLU)]
+    assert relus and all(m.inplace for m in relus)
+    plain = AutoModelForImageClassification.from_pretrained(str(BUNDLED_DIR), local_files_only=True).eval()
+    plain.to(memory_format=torch.channels_last)  # the layout the classifier runs it in
+    assert not any(m.inplace for m in plain.modules() if isinstance(m, torch.nn.ReLU))
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "reference-levels"
+    renders = [clf._prepare(p) for p in sorted(fixtures.glob("*.png"))]
+    pixel_values = clf._pixel_values(renders, 16, torch)
+    pixel_values[len(renders) :] = torch.randn(
+        (16 - len(renders), *pixel_values.shape[1:]), generator=torch.Generator().manual_seed(7)
+    )
+    seen: list[list[torch.Tensor]] = [[], []]
+    for model, store in ((clf.model, seen[0]), (plain, seen[1])):
+        hook = model.classifier.register_forward_pre_hook(lambda _m, args, s=store: s.append(args[0]))
+        with torch.inference_mode():
+            store.append(
+                model(pixel_values=pixel_values.contiguous(memory_format=torch.channels_last)).logits
+            )
+        hook.remove()
+    assert torch.equal(seen[0][0], seen[1][0])  # embedding
+    assert torch.equal(seen[0][1], seen[1][1])  # logits
+    assert len(renders) == 3 and not torch.equal(seen[0][1][0], seen[0][1][1])

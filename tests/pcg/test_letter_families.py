@@ -382,6 +382,53 @@ def test_training_returns_a_model_in_the_default_layout() -> None:
     assert torch.allclose(plain, last, atol=1e-4)
 
 
+def _supports_oracle(ink: Any, generator: Any) -> Any:
+    """The support augmentation written out pixel by pixel: the reference for ``lt._supports``."""
+    out = ink.clone()
+    height, width = ink.shape[-2:]
+    for i in range(ink.shape[0]):
+        if float(torch_module().rand(1, generator=generator)) >= 0.35:
+            continue
+        image = [[bool(ink[i, 0, y, x] > 0.5) for x in range(width)] for y in range(height)]
+        rows = [y for y in range(height) if any(image[y])]
+        if not rows:
+            continue
+        bottom = rows[-1]
+        for _ in range(lt._draw(generator, 1, 3)):
+            band = lt._draw(generator, 3, 9)
+            x0 = lt._draw(generator, 0, width - band)
+            column = [any(image[y][x0 : x0 + band]) for y in range(height)]
+            ys = [y for y in range(height) if column[y]]
+            if not ys:
+                continue
+            y = ys[lt._draw(generator, 0, len(ys))]
+            while y + 1 < height and column[y + 1]:
+                y += 1
+            end = next((k for k in range(y + 1, height) if column[k]), bottom + 1)
+            out[i, 0, y:end, x0 : x0 + band] = 1.0
+    return out
+
+
+def torch_module() -> Any:
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("density", [0.0, 0.03, 0.3, 0.9])
+def test_supports_fill_gaps_below_ink_as_the_pixel_by_pixel_reference(density: float) -> None:
+    """``lt._supports`` (numpy searches) equals the written-out rule draw for draw: same pixels,
+    and the generator left in the same state."""
+    torch = torch_module()
+    gen = torch.Generator().manual_seed(int(density * 100))
+    ink = (torch.rand(24, 1, 32, 32, generator=gen) < density).float()
+    ink[::3, :, 20:, :] = 0.0  # letters that end above the bottom row
+    ink[1::3, :, :, 10:13] = 1.0  # and a stroke reaching it
+    mine, theirs = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    got = lt._supports(ink, mine)
+    assert torch.equal(got, _supports_oracle(ink, theirs))
+    assert torch.equal(torch.rand(4, generator=mine), torch.rand(4, generator=theirs))
+    assert torch.all(got >= ink) and (density == 0.0 or not torch.equal(got, ink))
+
+
 def test_render_cache_returns_the_same_renders_and_heap_flags(tmp_path: Path) -> None:
     programs = [lf.family_program("glyph", "T", 0), "drop_block('b11', 3)\n" * 2]
 

