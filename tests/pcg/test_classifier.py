@@ -215,3 +215,24 @@ def test_vectors_do_not_depend_on_batch_composition(tmp_path: Path, kind: str) -
         row = batch.index(target)
         assert got.softmax[row] == alone.softmax[0]
         assert got.embeddings[row] == alone.embeddings[0]
+
+
+def test_processors_load_with_the_pillow_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where torchvision is installed, transformers would pick its backend: other resized pixels
+    than the official Pillow pipeline, and no BOX filter (the bundled processor's), which failed
+    at the first image. The classifier asks for Pillow every time."""
+    from transformers import AutoImageProcessor
+
+    asked: list[object] = []
+    original = AutoImageProcessor.from_pretrained.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type, *args: object, **kwargs: object) -> object:
+        asked.append(kwargs.get("backend"))
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AutoImageProcessor, "from_pretrained", classmethod(spy))
+    folder = _vit_checkpoint(tmp_path / "vit", hidden=48, layers=2, heads=4, shuffled=False)
+    for spec in (None, str(folder)):
+        clf = load_classifier(spec, device="cpu")
+        assert getattr(clf.processor, "backend", "pil") == "pil"
+    assert asked == ["pil", "pil"]

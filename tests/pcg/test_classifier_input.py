@@ -28,6 +28,7 @@ from PIL import Image  # noqa: E402
 
 from worldforge.pcg.similarity.classifier_input import (  # noqa: E402
     Rows,
+    arrow_export_safe,
     pixels_of,
     resize_rows,
     rows_from_array,
@@ -197,18 +198,51 @@ def test_resize_rows_is_pillows_resize(resample: int, height: int, width: int, c
 def test_check_picks_the_split_only_where_pillow_agrees(bundled: LetterClassifier) -> None:
     mode = bundled._shortcut_mode
     assert mode(4, (1024, 1024)) is True and mode(1, (1024, 1024)) is True and mode(3, (1024, 1024)) is True
-    assert mode(1, (640, 1280)) is False  # tall: Pillow resizes vertically first; one call instead
+    # Tall: Pillow 13 resizes vertically first, so the split differs and one call is used instead;
+    # whatever the installed Pillow does, the check picks the split exactly where it agrees.
+    tall = _noise(1280, 640, 1, seed=5)
+    rows = rows_from_array(tall[:, :, None])
+    expected = np.asarray(Image.fromarray(tall).resize((64, 64), 4))
+    assert np.array_equal(resize_rows(rows, (64, 64), 4, split=False), expected)
+    agrees = np.array_equal(resize_rows(rows, (64, 64), 4, split=True), expected)
+    assert mode(1, (640, 1280)) is agrees
 
 
 def test_pixels_of_reads_in_place_and_refuses_what_it_cannot() -> None:
     array = _noise(50, 40, 4, seed=1)
-    image = Image.fromarray(array)
+    image = Image.frombytes("RGBA", (40, 50), array.tobytes())  # Pillow's own memory
     view = pixels_of(image)
     assert view is not None and np.array_equal(view, array) and not view.flags.writeable
     assert np.array_equal(pixels_of(image.convert("L"))[:, :, 0], np.asarray(image.convert("L")))
     assert np.array_equal(pixels_of(image.convert("RGB"))[:, :, :3], array[:, :, :3])
     assert pixels_of(image.convert("P")) is None and pixels_of(image.convert("CMYK")) is None
     assert pixels_of(Image.new("RGBA", (2100, 2100))) is None  # larger than one Pillow block
+
+
+def test_arrow_export_only_where_the_pillow_version_survives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """11.2 leaks every export; 11.3-12.x crash on images that borrow their memory (fromarray);
+    there the rows come from one copy instead, and equal the in-place ones."""
+    import worldforge.pcg.similarity.classifier_input as ci
+
+    array = _noise(64, 48, 4, seed=3)
+    array[10:40] = array[9]
+    owned = Image.frombytes("RGBA", (48, 64), array.tobytes())
+    borrowed = Image.fromarray(array)
+    assert borrowed.readonly and not owned.readonly
+    assert not arrow_export_safe(owned, (11, 2)) and not arrow_export_safe(borrowed, (11, 2))
+    assert arrow_export_safe(owned, (12, 3)) and not arrow_export_safe(borrowed, (12, 3))
+    assert arrow_export_safe(owned, (13, 0)) and arrow_export_safe(borrowed, (13, 0))
+    expected = rows_from_array(array)
+    # Only down to the installed version: acting as a newer Pillow would export what crashes this one.
+    for version in [v for v in ((11, 2), (12, 3), (13, 0)) if v <= ci._PILLOW]:
+        monkeypatch.setattr(ci, "_PILLOW", version)
+        for image in (owned, borrowed, Image.fromarray(np.ascontiguousarray(array[:, :, 0]))):
+            rows = rows_from_image(image)
+            assert rows is not None
+            want = expected if image.mode == "RGBA" else rows_from_array(array[:, :, :1])
+            assert np.array_equal(rows.distinct, want.distinct) and np.array_equal(rows.row_of, want.row_of)
+        in_place = pixels_of(borrowed) is not None
+        assert in_place == (version >= (13, 0))
 
 
 def test_grey_intermediate_takes_one_channel_and_stays_exact() -> None:

@@ -6,6 +6,9 @@ the package ships its own small classifier (``pcg/assets/letter-classifier``, tr
 ``scripts/train_letter_classifier.py`` on levels made by this project's pipeline) and uses it by
 default. Everything loads through ``AutoImageProcessor`` + ``AutoModelForImageClassification``, so a
 local copy of the official checkpoint, the bundled one and a hub id take the same code path.
+Processors load with Pillow as their backend, also where torchvision is installed (transformers
+would pick torchvision there): the official pipeline resized with Pillow, torchvision's resize
+gives other pixels, and it has no BOX filter at all, which the bundled checkpoint's processor uses.
 
 Outputs per image: the 26-way softmax in A..Z order (the official script indexes the softmax at
 ``ord(C) - 65``) and an embedding: for ViT-like models the last encoder layer's CLS token *before*
@@ -54,6 +57,7 @@ _CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn
 # follows a batch norm or the residual sum, whose outputs nothing else holds).
 _INPLACE_RELU_TYPES = {"resnet"}
 # Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
+_PROCESSOR_BACKEND = "pil"  # see the module docstring
 _TABLE_PROCESSORS = {"ViTImageProcessor", "ViTImageProcessorPil"}
 _CONVOLUTION_FILTERS = {1, 2, 3, 4, 5}  # Pillow LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING
 _READABLE_MODES = {"L", "RGB", "RGBA", "RGBX"}  # read in place; anything else is converted to RGB
@@ -227,7 +231,9 @@ def load_classifier(
     hf_logging.disable_progress_bar()
     if folder is not None:
         try:
-            processor = AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
+            processor = AutoImageProcessor.from_pretrained(
+                str(folder), local_files_only=True, backend=_PROCESSOR_BACKEND
+            )
             model = AutoModelForImageClassification.from_pretrained(str(folder), local_files_only=True)
         except (OSError, ValueError, KeyError) as exc:
             raise WorldForgeError(
@@ -240,7 +246,9 @@ def load_classifier(
         reason = "not in the local cache and the hub is offline (HF_HUB_OFFLINE)"
         for local_only in (True, False) if not offline else (True,):
             try:
-                processor = AutoImageProcessor.from_pretrained(ident, local_files_only=local_only)
+                processor = AutoImageProcessor.from_pretrained(
+                    ident, local_files_only=local_only, backend=_PROCESSOR_BACKEND
+                )
                 model = AutoModelForImageClassification.from_pretrained(ident, local_files_only=local_only)
                 break
             except Exception as exc:  # noqa: BLE001 - hub errors come in many types; all mean "cannot load"

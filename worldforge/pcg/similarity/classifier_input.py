@@ -34,6 +34,7 @@ import zlib
 from typing import Any, NamedTuple
 
 import numpy as np
+import PIL
 from PIL import Image
 
 from worldforge.pcg.sim.png import PNG_SIGNATURE
@@ -101,6 +102,14 @@ _ArrowArray._fields_ = [
     ("private_data", ctypes.c_void_p),
 ]
 
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = (text.split(".") + ["0"])[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+_PILLOW = _version(PIL.__version__)
+
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -112,10 +121,11 @@ def pixels_of(image: Any) -> Any | None:
     Uses the image's Arrow export (Pillow >= 11.2), which shares memory instead of copying 4 MB the
     way ``np.asarray(image)`` does. Only L (1 band) and RGB/RGBA/RGBX (4 bytes per pixel; RGB's
     fourth byte is padding) are read; an image whose rows are not one contiguous block, or any
-    layout other than the expected one, gives ``None``.
+    layout other than the expected one, gives ``None``, and so does an image whose export is
+    unsafe in the installed Pillow (:func:`arrow_export_safe`).
     """
     bands = _BANDS.get(getattr(image, "mode", ""))
-    if bands is None or not hasattr(image, "__arrow_c_array__"):
+    if bands is None or not hasattr(image, "__arrow_c_array__") or not arrow_export_safe(image):
         return None
     try:
         schema_capsule, array_capsule = image.__arrow_c_array__()
@@ -167,9 +177,28 @@ def _collapse(pixels: Any, new: Any) -> Rows:
     return Rows(distinct, np.cumsum(new, dtype=np.intp) - 1)
 
 
+def arrow_export_safe(image: Any, pillow: tuple[int, int] | None = None) -> bool:
+    """Whether ``image.__arrow_c_array__()`` may be called in this Pillow (``pillow``: its version).
+
+    Pillow 11.2 leaks every image it exports (python-pillow/Pillow#8950: 1.2 GB after 300 renders
+    of 1024 px). Before 13.0 an image that borrows its memory (``Image.fromarray``,
+    ``frombuffer``: ``readonly`` set) crashes the process on export (#9896: its storage has no
+    block pointer), measured on 11.3 to 12.3; 13.0 exports them.
+    """
+    version = _PILLOW if pillow is None else pillow
+    if version < (11, 3):
+        return False
+    return version >= (13, 0) or not getattr(image, "readonly", 0)
+
+
 def rows_from_image(image: Any) -> Rows | None:
-    """:class:`Rows` of an L/RGB/RGBA/RGBX Pillow image read in place, or ``None``."""
+    """:class:`Rows` of an L/RGB/RGBA/RGBX Pillow image, read in place where Pillow can export it
+    (:func:`pixels_of`) and from one copy (``np.asarray``) where it cannot; ``None`` for other modes."""
     pixels = pixels_of(image)
+    if pixels is None and getattr(image, "mode", "") in _BANDS:
+        pixels = np.asarray(image)
+        if pixels.ndim == 2:
+            pixels = pixels[:, :, None]
     return None if pixels is None else rows_from_array(pixels)
 
 
