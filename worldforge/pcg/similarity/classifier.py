@@ -6,9 +6,8 @@ the package ships its own small classifier (``pcg/assets/letter-classifier``, tr
 ``scripts/train_letter_classifier.py`` on levels made by this project's pipeline) and uses it by
 default. Everything loads through ``AutoImageProcessor`` + ``AutoModelForImageClassification``, so a
 local copy of the official checkpoint, the bundled one and a hub id take the same code path.
-Processors load with Pillow as their backend, also where torchvision is installed (transformers
-would pick torchvision there): the official pipeline resized with Pillow, torchvision's resize
-gives other pixels, and it has no BOX filter at all, which the bundled checkpoint's processor uses.
+Processors load with the Pillow backend even where transformers would pick torchvision: the
+official pipeline resized with Pillow, and torchvision has no BOX filter (the bundled processor's).
 
 Outputs per image: the 26-way softmax in A..Z order (the official script indexes the softmax at
 ``ord(C) - 65``) and an embedding: for ViT-like models the last encoder layer's CLS token *before*
@@ -53,8 +52,7 @@ BUNDLED_ID = "worldforge/letter-classifier"
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "assets" / "letter-classifier"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 _CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn", "vit_mae", "dinov3_vit"}
-# Model types whose forward pass never reads a ReLU's input again (transformers' ResNet: every ReLU
-# follows a batch norm or the residual sum, whose outputs nothing else holds).
+# Model types whose forward never reads a ReLU's input again (ResNet: it follows a norm or a sum).
 _INPLACE_RELU_TYPES = {"resnet"}
 # Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
 _PROCESSOR_BACKEND = "pil"  # see the module docstring
@@ -260,12 +258,9 @@ def load_classifier(
 
 
 def _relu_in_place(model: Any) -> None:
-    """Let the model's ReLUs overwrite their input instead of allocating a new activation.
-
-    The values are the same bit for bit (max(x, 0) either way) where nothing reads the input
-    again, which ``_INPLACE_RELU_TYPES`` lists; on CPU it saves about an eighth of the bundled
-    classifier's forward pass (the allocation of each activation costs more than the ReLU).
-    """
+    """Let the model's ReLUs overwrite their input: bit for bit the same values where nothing reads
+    the input again (``_INPLACE_RELU_TYPES``), and an eighth off the bundled model's CPU forward
+    pass (allocating each activation cost more than the ReLU)."""
     torch = heavy.torch()
     for module in model.modules():
         if isinstance(module, torch.nn.ReLU):
