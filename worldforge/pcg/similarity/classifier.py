@@ -54,8 +54,8 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "flax_m
 _CLS_TOKEN_TYPES = {"vit", "deit", "beit", "dinov2", "data2vec-vision", "vit_msn", "vit_mae", "dinov3_vit"}
 # Model types whose forward never reads a ReLU's input again (ResNet: it follows a norm or a sum).
 _INPLACE_RELU_TYPES = {"resnet"}
-# Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
 _PROCESSOR_BACKEND = "pil"  # see the module docstring
+# Processors whose whole pipeline is: Pillow resize to a fixed size, rescale, normalize (per value).
 _TABLE_PROCESSORS = {"ViTImageProcessor", "ViTImageProcessorPil"}
 _CONVOLUTION_FILTERS = {1, 2, 3, 4, 5}  # Pillow LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING
 _READABLE_MODES = {"L", "RGB", "RGBA", "RGBX"}  # read in place; anything else is converted to RGB

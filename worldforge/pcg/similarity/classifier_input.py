@@ -102,13 +102,7 @@ _ArrowArray._fields_ = [
     ("private_data", ctypes.c_void_p),
 ]
 
-
-def _version(text: str) -> tuple[int, int]:
-    major, minor = (text.split(".") + ["0"])[:2]
-    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
-
-
-_PILLOW = _version(PIL.__version__)
+_PILLOW = tuple(int(part) for part in PIL.__version__.split(".")[:2])  # (major, minor)
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
@@ -177,7 +171,7 @@ def _collapse(pixels: Any, new: Any) -> Rows:
     return Rows(distinct, np.cumsum(new, dtype=np.intp) - 1)
 
 
-def arrow_export_safe(image: Any, pillow: tuple[int, int] | None = None) -> bool:
+def arrow_export_safe(image: Any, pillow: tuple[int, ...] | None = None) -> bool:
     """Whether ``image.__arrow_c_array__()`` may be called in this Pillow (``pillow``: its version).
 
     Pillow 11.2 leaks every image it exports (python-pillow/Pillow#8950: 1.2 GB after 300 renders
