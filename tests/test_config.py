@@ -28,6 +28,7 @@ def test_example_config_parses() -> None:
     assert config.workspace_dir == REPO / ".worldforge"
     assert config.workers == 2 and config.retention.young_hours == 24.0
     assert config.classifier.device == "cpu" and config.ollama.model is None
+    assert config.submissions.index_url is None  # documented, commented out
 
 
 def test_project_config_relative_to_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,6 +54,12 @@ def test_project_config_relative_to_project(tmp_path: Path, monkeypatch: pytest.
         ("workers: two\n", "workers: expected an integer"),
         ("retention:\n  max_age_days: true\n", "retention.max_age_days: expected an integer"),
         ("ollama:\n  host: 127.0.0.1:11434\n", "ollama.host: expected an http(s) URL"),
+        (
+            "submissions:\n  index_url: pypi.example.org\n",
+            "submissions.index_url: expected an http(s) or file",
+        ),
+        ("submissions:\n  index: https://x\n", "submissions.index: unknown key (allowed: index_url)"),
+        ("submissions:\n  index_url: 3\n", "submissions.index_url: expected a string"),
         ("- a\n- b\n", "expected a mapping at the top level"),
         ("a: [\n", "invalid YAML"),
     ],
@@ -68,3 +75,13 @@ def test_env_override_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("WORLDFORGE_CONFIG", str(tmp_path / "nope.yaml"))
     with pytest.raises(WorldForgeError, match="configuration file not found"):
         load_config()
+
+
+def test_submissions_index_url(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("submissions:\n  index_url: https://pypi.example.org/simple\n")
+    config = load_config(path)
+    assert config.submissions.index_url == "https://pypi.example.org/simple"
+    assert config.to_dict()["submissions"] == {"index_url": "https://pypi.example.org/simple"}
+    path.write_text("submissions:\n  index_url: file:///srv/simple\n")
+    assert load_config(path).submissions.index_url == "file:///srv/simple"

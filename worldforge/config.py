@@ -1,5 +1,5 @@
 """``.worldforge/config.yaml``: project defaults for run workspaces, retention, Ollama, OpenAI-compatible
-servers, classifier, workers.
+servers, classifier, workers and the submissions' package index.
 
 The file is optional. It is looked up at ``$WORLDFORGE_CONFIG`` or ``./.worldforge/config.yaml``;
 relative paths inside it resolve against the project directory (the parent of ``.worldforge``), so
@@ -50,6 +50,14 @@ class OpenAIConfig:
 
 
 @dataclass(frozen=True)
+class SubmissionsConfig:
+    """Where competition submissions install their ``requirements.txt`` from: a project behind a
+    proxy or offline mirror names its package index once here instead of on every command."""
+
+    index_url: str | None = None
+
+
+@dataclass(frozen=True)
 class ClassifierConfig:
     checkpoint: str | None = None
     device: str = "cpu"
@@ -66,6 +74,7 @@ class WorldForgeConfig:
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     workers: int = 1
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
+    submissions: SubmissionsConfig = field(default_factory=SubmissionsConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +84,7 @@ class WorldForgeConfig:
             "classifier": vars(self.classifier).copy(),
             "workers": self.workers,
             "openai": {**vars(self.openai), "api_key": "***" if self.openai.api_key else None},
+            "submissions": vars(self.submissions).copy(),
         }
 
 
@@ -83,8 +93,11 @@ _SECTIONS: dict[str, type] = {
     "ollama": OllamaConfig,
     "classifier": ClassifierConfig,
     "openai": OpenAIConfig,
+    "submissions": SubmissionsConfig,
 }
-_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers", "openai")
+_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers", "openai", "submissions")
+#: Schemes pip accepts for an index: a server, or a local folder laid out as a simple index.
+_INDEX_SCHEMES = ("http://", "https://", "file://")
 
 
 def _check_keys(where: str, data: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -136,6 +149,12 @@ def _section(name: str, raw: Any, label: str) -> Any:
         url = str(values["base_url"])
         if not url.startswith(("http://", "https://")):
             raise WorldForgeError(f"{label}:openai.base_url: expected an http(s) URL, got {url!r}.")
+    if name == "submissions" and values.get("index_url") is not None:
+        url = str(values["index_url"])
+        if not url.startswith(_INDEX_SCHEMES):
+            raise WorldForgeError(
+                f"{label}:submissions.index_url: expected an http(s) or file:// URL, got {url!r}."
+            )
     return cls(**values)
 
 
@@ -179,6 +198,7 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
         classifier=classifier,
         workers=workers,
         openai=_section("openai", data.get("openai"), label),
+        submissions=_section("submissions", data.get("submissions"), label),
     )
 
 
@@ -226,6 +246,7 @@ __all__ = [
     "OllamaConfig",
     "OpenAIConfig",
     "RetentionConfig",
+    "SubmissionsConfig",
     "WorldForgeConfig",
     "config_path",
     "default_run_workspace",

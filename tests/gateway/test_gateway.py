@@ -22,7 +22,7 @@ from worldforge.evaluation.suite import result_payload
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway, TrialSession
 from worldforge.pcg.levels.glyphs import letter_program
-from worldforge.providers.mock_letters import derive_seed, letter_reply
+from worldforge.providers.mock_letters import cap_words, derive_seed, letter_reply
 from worldforge.workspace import start_run
 
 pytestmark = pytest.mark.usefixtures("model_env_free")
@@ -114,13 +114,17 @@ def test_policy_seed_and_token_budget_are_the_gateways(gateway: Gateway) -> None
     with _letter_trial(gateway, seed=11, max_tokens=50) as session:
         body = {"model": "mock", "messages": HI, "seed": 999, "temperature": 0.1}
         status, answer = _http(f"{session.base_url}/chat/completions", body)
-        assert status == 200 and answer["choices"][0]["message"]["content"] == letter_reply("A", 11)
+        # the reply is longer than the budget: it stops at the 50 tokens left, as at a max_tokens
+        assert status == 200
+        assert answer["choices"][0]["message"]["content"] == cap_words(letter_reply("A", 11), 50)[0]
+        assert answer["choices"][0]["finish_reason"] == "length"
+        assert answer["usage"] == {"prompt_tokens": 3, "completion_tokens": 50, "total_tokens": 53}
         first = session.exchanges[0]
         assert first["request"]["seed"] == 11 and first["request"]["client_params"] == {
             "seed": 999,
             "temperature": 0.1,
         }
-        # the budget is checked before each request: the first one spent it
+        # nothing is left: the next request is refused before it reaches the model
         status, answer = _http(f"{session.base_url}/chat/completions", {"model": "mock", "messages": HI})
         assert status == 429 and answer["error"]["type"] == "trial_limit"
         assert "trial token limit" in answer["error"]["message"]

@@ -119,15 +119,18 @@ def test_identity_covers_files_but_not_caches_or_the_env_file(tmp_path: Path) ->
 
 
 def test_an_unsatisfiable_requirement_is_a_per_program_error(tmp_path: Path) -> None:
-    requirements = "--no-index\nno-such-distribution-wf==9.9  # offline on purpose\n"
+    requirements = "no-such-distribution-wf==9.9  # offline on purpose: an empty wheelhouse\n"
     files = {"main.py": LOOP.format(name="Needs"), "requirements.txt": requirements}
     folder = _write(tmp_path / "needs", files)
     program = load_submission(folder)
     assert program.requirements == requirements
-    message = "requirements.txt cannot be installed: ERROR: .*no-such-distribution-wf==9.9"
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    options = {"wheelhouse": str(wheelhouse)}
+    message = "requirements.txt: no-such-distribution-wf==9.9 has no wheel for this Python"
     with pytest.raises(WorldForgeError, match=message):
-        prepare([program], {}, tmp_path / "cache")
-    (bad, good), environments = prepare([program, builtin_program("zero-shot")], {}, tmp_path / "cache")
+        prepare([program], options, tmp_path / "cache")
+    (bad, good), environments = prepare([program, builtin_program("zero-shot")], options, tmp_path / "cache")
     assert isinstance(bad, SubmissionProgram) and "no-such-distribution-wf" in str(bad.error)
     assert good.name == "zero-shot" and environments == {}
     assert not list((tmp_path / "cache" / "submission-envs").glob("*/environment.json"))  # nothing half-built

@@ -174,6 +174,18 @@ def eval_command(
     sandbox: str | None = typer.Option(
         None, "--sandbox", help="science-birds submissions: auto | bubblewrap | process (default auto)."
     ),
+    keep_unserved_replies: bool = typer.Option(
+        False,
+        "--keep-unserved-replies",
+        help="science-birds submissions: score a reply the model never served (hard-coded or edited "
+        "text) instead of 0; the rules forbid changing the reply.",
+    ),
+    wheelhouse: str | None = typer.Option(
+        None,
+        "--wheelhouse",
+        metavar="DIR",
+        help="science-birds submissions: a folder of wheels to install requirements.txt from.",
+    ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
     with cli_errors(hint=_eval_hint):
@@ -200,6 +212,12 @@ def eval_command(
             typed["no_install"] = True
         if sandbox is not None:
             typed["sandbox"] = sandbox
+        if keep_unserved_replies:
+            typed["keep_unserved_replies"] = True
+        if wheelhouse is not None:  # the suite checks the folder exists
+            if not wheelhouse.strip():
+                raise WorldForgeError("--wheelhouse: must not be empty.")
+            typed["wheelhouse"] = str(Path(wheelhouse).expanduser().resolve())
         outcome = evaluate(
             EvaluationRequest(
                 suite=suite,

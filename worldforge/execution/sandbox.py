@@ -1,27 +1,29 @@
-"""Running untrusted submission trials: bubblewrap sandboxes around warm trial hosts.
+"""Running untrusted submission trials: sandboxes around warm trial hosts, limits held from outside.
 
-A submission is third-party Python. Each of its trials runs in a process of its own, forked by a
-*trial host* (:mod:`worldforge.execution.trial_host`) from a state in which only the competition
-package and ``openai`` are imported. The host runs, where the platform has it, inside
-`bubblewrap <https://github.com/containers/bubblewrap>`_ (Debian package ``bubblewrap``):
+A submission is a stranger's Python on the organiser's machine, next to their API keys and the
+other teams' programs. Each of its trials runs in a process of its own, forked by a *trial host*
+(:mod:`worldforge.execution.trial_host`) from a state in which only the competition package and
+``openai`` are imported. With ``isolation="bubblewrap"`` the host runs confined
+(:mod:`worldforge.execution.confine`: an unprivileged kernel uid, a minimal read-only file system,
+no network but its own channel to the gateway), and each trial gets user, PID, IPC and mount
+namespaces of its own inside it (it cannot see or signal its host; its ``/tmp``, ``/dev/shm`` and
+IPC objects die with it). The threat model is written out in ``docs/submissions.md``.
 
-* the whole file system read-only, ``/tmp`` and the home folders replaced by empty ``tmpfs``, the
-  run workspace hidden, the submission bound read-only (each trial works on a private copy);
-* new user, PID, IPC, UTS and network namespaces, all capabilities dropped: the only network is
-  the sandbox's own loopback, on which the host's relay forwards to a unix socket bound in from
-  here, whose other end (:class:`UnixRelay`) connects to the recording gateway. ``bwrap
-  --unshare-net`` cannot reach the evaluator's loopback, and sharing the network namespace would
-  let a trial reach every local service, so the gateway is the only thing on the other side;
-* an environment built from nothing (no credentials of the evaluator reach a trial).
+What the trial cannot reach, it cannot stop: the limits are held here, in the evaluator.
 
-On top, our own limits apply to every trial with or without bubblewrap: a wall-clock kill, an
-address-space cap (``RLIMIT_AS``), a cap on what it prints, and an audit hook that refuses process
-creation, connections other than the gateway's, and writes outside its folder. Without bubblewrap
-the same hosts run unsandboxed (``isolation="process"``); the evaluator warns once and reports it.
+* **Wall clock.** The host kills a trial at its limit; if the host does not answer in time
+  (``OUTER_GRACE_S`` later), the evaluator kills the whole sandbox itself.
+* **Aggregate limits.** Each sandbox runs in control groups of its own
+  (:mod:`worldforge.execution.cgroups`): tasks, memory and one CPU core for the whole sandbox, and
+  a kill through the group that leaves nothing behind. Without writable cgroups (a non-root
+  evaluator) only per-process limits apply, and :func:`sandbox_notes` says so.
+* **Its own gateway channel.** Each host gets a unix socket of its own, bound read-only into its
+  sandbox alone (no other sandbox can see, replace or reach it), served by :class:`HostRelay`,
+  which forwards each connection on threads of its own with bounded buffers, so one trial cannot
+  delay another team's traffic. The gateway still needs the trial's token.
 
-Forking from a warm host is what keeps a trial cheap (importing ``openai`` costs about a second
-here); a child never outlives its trial, its files are deleted and, in a PID namespace, every
-process it started is killed before the next trial, so no trial sees another's state or files.
+``isolation="process"`` runs the same hosts without a sandbox: the limits and the audit hook still
+apply, but it is no security boundary, is never chosen silently, and the report says so.
 """
 
 from __future__ import annotations
@@ -33,17 +35,24 @@ import select
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.execution import cgroups
+from worldforge.execution.confine import (
+    Confinement,
+    bubblewrap_status,
+    confine_command,
+    is_root,
+    kernel_uid_note,
+    python_paths,
+)
 
 HOST_SCRIPT = Path(__file__).with_name("trial_host.py")
 #: Environment variables a trial may see (everything else, credentials included, is dropped).
@@ -59,7 +68,18 @@ BASE_ENV = {
     # The packages' OpenAI clients need a key; the trial is named by its route, not by a key.
     "OPENAI_API_KEY": "not-used",
 }
+#: Where a sandbox sees the submission, the host's code and its gateway channel.
+INSIDE_SUBMISSION = "/wf/submission"
+INSIDE_HOST_DIR = "/wf/host"
+INSIDE_SOCKET = "/wf/gateway.sock"
+#: How long after a trial's wall-clock limit the evaluator kills a host that has not answered.
+OUTER_GRACE_S = 10.0
+#: Memory a sandbox may use beyond the trial's own cap: the warm host and its relay.
+HOST_MEMORY_BYTES = 512 * 1024 * 1024
 _READY_SECONDS = 120.0
+_STDERR_LINES = 8
+#: Evaluator-side folders of sandboxes (gateway sockets, host stderr): ``<root>/<pid>-<start>``.
+RUNTIME_ROOT = Path(tempfile.gettempdir()) / "worldforge-sandboxes"
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,11 @@ class TrialLimits:
     memory_bytes: int = 1536 * 1024 * 1024
     output_bytes: int = 8 * 1024 * 1024
     result_bytes: int = 16 * 1024 * 1024
+    #: The trial's own ``/tmp`` (a tmpfs; its pages also count against the sandbox's memory).
+    tmp_bytes: int = 256 * 1024 * 1024
+    shm_bytes: int = 64 * 1024 * 1024
+    #: Tasks (processes and threads) of the whole sandbox, host included.
+    tasks: int = 128
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -79,118 +104,162 @@ class TrialLimits:
         }
 
 
-@lru_cache(maxsize=1)
-def bubblewrap_status() -> tuple[bool, str]:
-    """``(usable, detail)``: whether ``bwrap`` exists and can create the namespaces we ask for."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False, "bubblewrap (bwrap) is not installed"
-    probe = [exe, *_bwrap_base(), "--", "/bin/true"]
-    try:
-        done = subprocess.run(probe, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"bwrap failed to start: {exc}"
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return False, f"bwrap cannot create a sandbox here: {detail[-1] if detail else done.returncode}"
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
-    return True, version.strip() or "bwrap"
-
-
-def _bwrap_base() -> list[str]:
-    """The sandbox flags. No ``--die-with-parent``: its ``PR_SET_PDEATHSIG`` fires when the
-    *thread* that started bwrap exits (hosts start on worker threads); a host exits instead when
-    its stdin closes, which the evaluator's death also causes, and bwrap's PID namespace takes
-    every remaining process of the sandbox with it."""
-    return [
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--unshare-all",
-        "--new-session",
-        "--cap-drop", "ALL",
-        "--clearenv",
-    ]  # fmt: skip
-
-
 def resolve_isolation(requested: str = "auto") -> str:
-    """``bubblewrap`` or ``process`` for ``auto|bubblewrap|process`` (``bubblewrap``: required)."""
-    ok, detail = bubblewrap_status()
+    """``bubblewrap`` or ``process`` for ``auto|bubblewrap|process``.
+
+    Fails closed: ``auto`` and ``bubblewrap`` need a working bubblewrap and, for a root evaluator,
+    writable cgroups (a one-line :class:`WorldForgeError` naming what is missing); only an explicit
+    ``process`` runs without a sandbox."""
     if requested == "process":
         return "process"
-    if requested == "bubblewrap" and not ok:
-        raise WorldForgeError(f"--sandbox bubblewrap: {detail} (Debian: apt-get install bubblewrap).")
     if requested not in ("auto", "bubblewrap"):
-        raise WorldForgeError(f"sandbox: expected auto, bubblewrap or process, got {requested!r}.")
-    return "bubblewrap" if ok else "process"
+        raise WorldForgeError(f"--sandbox: expected auto, bubblewrap or process, got {requested!r}.")
+    ok, detail = bubblewrap_status()
+    if not ok:
+        raise WorldForgeError(
+            f"--sandbox {requested}: submissions run only in a sandbox and {detail} "
+            "(Debian: apt-get install bubblewrap); --sandbox process runs them without one, "
+            "which is no security boundary."
+        )
+    if is_root() and cgroups.detect() is None:
+        raise WorldForgeError(
+            f"--sandbox {requested}: running as root needs writable cgroups to hold a sandbox's "
+            f"limits ({cgroups.cgroup_status()[1]})."
+        )
+    return "bubblewrap"
 
 
-class UnixRelay:
-    """A unix socket whose connections are forwarded to ``127.0.0.1:port`` (the gateway).
+def sandbox_notes(isolation: str) -> dict[str, Any]:
+    """Provenance: what held a trial in, and which limits were per process only."""
+    if isolation != "bubblewrap":
+        return {
+            "isolation": isolation,
+            "boundary": "none: process limits and an audit hook only; not a security boundary",
+        }
+    groups_ok, groups = cgroups.cgroup_status()
+    return {
+        "isolation": isolation,
+        "sandbox": bubblewrap_status()[1],
+        "uid": kernel_uid_note(),
+        "limits": groups,
+        "per_process_only": [] if groups_ok else ["processes", "memory", "cpu"],
+    }
 
-    The socket file lives in a private folder bound into each sandbox; one thread forwards bytes.
-    """
 
-    def __init__(self, port: int) -> None:
+def _start_time() -> str:
+    try:
+        return Path("/proc/self/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return "0"
+
+
+def runtime_folder() -> Path:
+    """This evaluator's folder of sandbox sockets and logs (made once, ``0700``)."""
+    folder = RUNTIME_ROOT / f"{os.getpid()}-{_start_time()}"
+    RUNTIME_ROOT.mkdir(mode=0o711, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def remove_stale() -> list[str]:
+    """Remove what evaluators killed before they could clean up left behind: their sandboxes'
+    control groups (every process in them killed) and their runtime folders."""
+    removed = cgroups.remove_stale()
+    if RUNTIME_ROOT.is_dir():
+        for folder in sorted(RUNTIME_ROOT.iterdir()):
+            pid, _, started = folder.name.partition("-")
+            try:
+                alive = pid.isdigit() and Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(
+                    ")", 1)[1].split()[19] == started  # fmt: skip
+            except OSError:
+                alive = False
+            if not alive:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder.name)
+    return removed
+
+
+class HostRelay:
+    """One trial host's channel to the gateway: a unix socket whose connections are forwarded to
+    ``127.0.0.1:port``, each on two threads of its own (64 KiB at a time), so a connection that
+    stalls holds nothing but itself. At most ``max_connections`` at once."""
+
+    def __init__(self, port: int, path: str, max_connections: int = 32) -> None:
         self.port = int(port)
-        self.folder = tempfile.mkdtemp(prefix="wf-gw-")
-        self.path = os.path.join(self.folder, "gateway.sock")
+        self.path = path
+        self.max_connections = max_connections
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(self.path)
-        self._listener.listen(128)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._pairs: dict[socket.socket, socket.socket] = {}
-        self._thread = threading.Thread(target=self._loop, name="worldforge-sandbox-relay", daemon=True)
+        self._listener.bind(path)
+        os.chmod(path, 0o666)  # the sandbox's uid connects; only that sandbox sees the file
+        self._listener.listen(64)
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept, name="worldforge-host-relay", daemon=True)
         self._thread.start()
 
-    def _loop(self) -> None:
-        while True:
-            ready, _, _ = select.select([self._listener, self._wake_r, *self._pairs], [], [])
-            for sock in ready:
-                if sock is self._wake_r:
-                    for s in list(self._pairs):
-                        s.close()
-                    return
-                if sock is self._listener:
-                    self._accept()
-                    continue
-                self._forward(sock)
-
     def _accept(self) -> None:
-        client, _ = self._listener.accept()
-        upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            upstream.connect(("127.0.0.1", self.port))
-        except OSError:
-            client.close()
-            return
-        upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._pairs[client], self._pairs[upstream] = upstream, client
-
-    def _forward(self, sock: socket.socket) -> None:
-        try:
-            data = sock.recv(1 << 16)
-        except OSError:
-            data = b""
-        peer = self._pairs.get(sock)
-        if data and peer is not None:
+        while True:
             try:
-                peer.sendall(data)
+                client, _ = self._listener.accept()
+            except OSError:
                 return
+            with self._lock:
+                if self._closed or len(self._open) >= 2 * self.max_connections:
+                    client.close()
+                    continue
+            upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                upstream.connect(("127.0.0.1", self.port))
+            except OSError:
+                client.close()
+                upstream.close()
+                continue
+            upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._open.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while True:
+                data = source.recv(1 << 16)
+                if not data:
+                    break
+                target.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, target):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        for s in (sock, peer):
-            if s is not None:
-                self._pairs.pop(s, None)
-                s.close()
+            with self._lock:
+                if sock in self._open:
+                    self._open.discard(sock)
+                    sock.close()
 
     def close(self) -> None:
-        self._wake_w.send(b"x")
+        with self._lock:
+            self._closed = True
+            socks, self._open = list(self._open), set()
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
         self._thread.join(timeout=5)
-        for s in (self._listener, self._wake_r, self._wake_w):
-            s.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 @dataclass(frozen=True)
@@ -205,7 +274,7 @@ class HostSpec:
     limits: TrialLimits
     isolation: str
     gateway_port: int
-    relay_socket: str | None = None
+    #: Folders a host without a sandbox may not read (the run workspace); bubblewrap shows none.
     hidden: tuple[str, ...] = ()
 
 
@@ -213,48 +282,47 @@ def _existing(paths: Sequence[str]) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p and os.path.exists(p)]
 
 
-def host_command(spec: HostSpec, scratch: str) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment that start one trial host for ``spec``."""
+def host_config(spec: HostSpec, scratch: str) -> dict[str, Any]:
+    """The trial host's configuration (its one command-line argument)."""
     sandboxed = spec.isolation == "bubblewrap"
     home = os.path.expanduser("~")
-    source = str(spec.source.resolve())
-    python_prefix = str(Path(spec.python).absolute().parent.parent)
-    cfg = {
+    limits = spec.limits
+    return {
         "package": spec.package,
-        "source": "/tmp/wf-submission" if sandboxed else source,
+        "source": INSIDE_SUBMISSION if sandboxed else str(spec.source.resolve()),
         "module": spec.module,
         "class_name": spec.class_name,
         "scratch": "/tmp" if sandboxed else scratch,
-        "host_dir": str(HOST_SCRIPT.parent),
-        "wall_seconds": spec.limits.wall_seconds,
-        "memory_bytes": spec.limits.memory_bytes,
-        "output_bytes": spec.limits.output_bytes,
-        "result_bytes": spec.limits.result_bytes,
+        "host_dir": INSIDE_HOST_DIR if sandboxed else str(HOST_SCRIPT.parent),
+        "wall_seconds": limits.wall_seconds,
+        "memory_bytes": limits.memory_bytes,
+        "output_bytes": limits.output_bytes,
+        "result_bytes": limits.result_bytes,
+        "trial_tmp_bytes": limits.tmp_bytes,
+        "shm_bytes": limits.shm_bytes,
         "gateway_port": spec.gateway_port,
-        "relay_socket": spec.relay_socket if sandboxed else None,
+        "relay_socket": INSIDE_SOCKET if sandboxed else None,
+        "namespaces": sandboxed,
         "pid_namespace": sandboxed,
         "deny_read": [] if sandboxed else [p + os.sep for p in _existing([home, "/home", *spec.hidden])],
-        "allow_read": [p + os.sep for p in _existing([python_prefix, sys.prefix, sys.base_prefix])],
+        "allow_read": [p + os.sep for p in _existing(python_paths(spec.python))],
         "env": dict(BASE_ENV),
     }
-    argv = [spec.python, "-I", "-B", str(HOST_SCRIPT), json.dumps(cfg)]
-    if not sandboxed:
-        return argv, dict(BASE_ENV)
-    exe = shutil.which("bwrap") or "bwrap"
-    wrap = [exe, *_bwrap_base()]
-    for hidden in _existing([home, "/home", "/root", *spec.hidden]):
-        wrap += ["--tmpfs", hidden]
-    # Paths the host needs that may sit below a hidden folder (a workspace in /tmp, a venv in a cache).
-    for needed in _existing([python_prefix, sys.prefix, sys.base_prefix, str(HOST_SCRIPT.parent)]):
-        wrap += ["--ro-bind", needed, needed]
-    wrap += ["--ro-bind", source, "/tmp/wf-submission"]
-    if spec.relay_socket:
-        folder = os.path.dirname(spec.relay_socket)
-        wrap += ["--bind", folder, folder]
-    for key, value in BASE_ENV.items():
-        wrap += ["--setenv", key, value]
-    wrap += ["--chdir", "/tmp", "--"]
-    return wrap + argv, dict(BASE_ENV)
+
+
+def host_command(spec: HostSpec, scratch: str, socket_path: str | None = None) -> list[str]:
+    """The argv that starts one trial host for ``spec`` (to be started with an empty environment)."""
+    cfg = host_config(spec, scratch)
+    if spec.isolation != "bubblewrap":
+        return [spec.python, "-I", "-B", str(HOST_SCRIPT), json.dumps(cfg)]
+    argv = [spec.python, "-I", "-B", f"{INSIDE_HOST_DIR}/{HOST_SCRIPT.name}", json.dumps(cfg)]
+    binds = {p: p for p in python_paths(spec.python)}
+    binds[str(spec.source.resolve())] = INSIDE_SUBMISSION
+    binds[str(HOST_SCRIPT.parent)] = INSIDE_HOST_DIR
+    if socket_path is not None:
+        binds[socket_path] = INSIDE_SOCKET
+    confinement = Confinement(ro_binds=binds, tmpfs={"/tmp": 16 * 1024 * 1024}, env=BASE_ENV, chdir="/tmp")
+    return confine_command(argv, confinement)
 
 
 class TrialHost:
@@ -262,23 +330,54 @@ class TrialHost:
 
     def __init__(self, spec: HostSpec) -> None:
         self.spec = spec
-        self._scratch = tempfile.mkdtemp(prefix="wf-trials-")
-        argv, env = host_command(spec, self._scratch)
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+        self.group: cgroups.SandboxGroup | None = None
+        self.relay: HostRelay | None = None
+        self._folder = Path(tempfile.mkdtemp(prefix="host-", dir=runtime_folder()))
+        self._stderr: IO[bytes] = open(self._folder / "stderr.log", "w+b")  # noqa: SIM115
+        sandboxed = spec.isolation == "bubblewrap"
+        argv: list[str]
+        try:
+            if sandboxed:
+                self.relay = HostRelay(spec.gateway_port, str(self._folder / "gateway.sock"))
+                argv = host_command(spec, str(self._folder), self.relay.path)
+                setup = cgroups.detect()
+                if setup is not None:
+                    limits = cgroups.GroupLimits(
+                        pids=spec.limits.tasks, memory_bytes=spec.limits.memory_bytes + HOST_MEMORY_BYTES
+                    )
+                    self.group = cgroups.SandboxGroup(setup, limits)
+                    argv = self.group.join_argv(argv)
+            else:
+                argv = host_command(spec, str(self._folder))
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env={} if sandboxed else dict(BASE_ENV),
+                start_new_session=True,
+            )
+        except BaseException:
+            self._release()
+            raise
         ready = self._read_line(_READY_SECONDS)
         if not isinstance(ready, dict) or not ready.get("ready"):
-            self.close()
             reason = ready.get("reason") if isinstance(ready, dict) else None
+            self.close()
             raise WorldForgeError(
-                f"{spec.source}: the trial host did not start: {reason or 'it exited before it was ready'}."
+                f"{spec.source}: the trial host did not start: {reason or 'it exited before it was ready'}"
+                + self.stderr_tail()
             )
+
+    def stderr_tail(self) -> str:
+        """The last lines the host (or the sandbox starting it) wrote on stderr, for an error."""
+        try:
+            self._stderr.flush()
+            data = (self._folder / "stderr.log").read_bytes()[-4096:]
+        except (OSError, ValueError):
+            return ""
+        lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()][-_STDERR_LINES:]
+        return (" (stderr: " + " | ".join(lines) + ")") if lines else ""
 
     def _read_line(self, timeout: float) -> Any:
         assert self.proc.stdout is not None
@@ -295,39 +394,65 @@ class TrialHost:
         return self.proc.poll() is None
 
     def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one trial; its answer (a crashed host answers as a crashed trial)."""
+        """Send one trial; its answer. A host that does not answer within the wall-clock limit
+        and :data:`OUTER_GRACE_S` is killed with its whole sandbox, by the evaluator."""
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((json.dumps(dict(request)) + "\n").encode("utf-8"))
             self.proc.stdin.flush()
         except OSError:
             return {"outcome": "crash", "reason": "the trial host is gone"}
-        answer = self._read_line(self.spec.limits.wall_seconds + 60.0)
-        if not isinstance(answer, dict):
-            self.close()
-            return {"outcome": "crash", "reason": "the trial host stopped answering"}
-        return answer
+        limit = self.spec.limits.wall_seconds
+        answer = self._read_line(limit + OUTER_GRACE_S)
+        if isinstance(answer, dict):
+            return answer
+        hung = self.alive()
+        self.kill()
+        self.close()
+        if hung:
+            return {
+                "outcome": "killed",
+                "reason": f"wall-clock limit: killed after {limit:g} s (the sandbox, by the evaluator)",
+            }
+        return {"outcome": "crash", "reason": "the trial host stopped answering"}
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox now: through its control group when it has one."""
+        if self.group is not None:
+            self.group.kill()
+        try:
+            os.killpg(self.proc.pid, 9)
+        except OSError:
+            pass
 
     def close(self) -> None:
         """Close the host's stdin (an idle host exits, and with it the whole sandbox), then kill
-        what is left. Killing alone would not do: bwrap's inner processes are in a session and
-        process group of their own."""
+        what is left, through the group, and remove the group, the channel and the folder."""
         if self.proc.stdin is not None:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except OSError:
-                pass
+            self.kill()
             self.proc.wait()
+        if self.group is not None and self.group.pids():
+            self.group.kill()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+        self._stderr.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 class TrialPool:
@@ -400,13 +525,17 @@ def trial_pool(spec: HostSpec, size: int = 1) -> Iterator[TrialPool]:
 __all__ = [
     "BASE_ENV",
     "HOST_SCRIPT",
+    "HostRelay",
     "HostSpec",
+    "OUTER_GRACE_S",
     "TrialHost",
     "TrialLimits",
     "TrialPool",
-    "UnixRelay",
-    "bubblewrap_status",
     "host_command",
+    "host_config",
+    "remove_stale",
     "resolve_isolation",
+    "runtime_folder",
+    "sandbox_notes",
     "trial_pool",
 ]

@@ -95,6 +95,73 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 4, 24
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    libc = _libc()
+    encode = lambda v: v.encode() if v is not None else None  # noqa: E731
+    _check(libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+def _enter_trial_namespaces(cfg: dict[str, Any]) -> None:
+    """Give the coming trial namespaces of its own (called in a forked child of the host).
+
+    A user namespace (owning the rest, so no privilege is needed), a PID namespace for the
+    trial's processes (the host and its relay are not in it: the trial cannot see or signal them,
+    and when the namespace's first process ends the kernel kills all of them), an IPC namespace
+    (SysV objects and POSIX queues a trial leaves die with it) and a mount namespace with a fresh,
+    sized ``/tmp`` and ``/dev/shm`` (nothing a trial writes is seen by the next)."""
+    uid, gid = os.getuid(), os.getgid()
+    _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # the host is not: its /proc files would be root's
+    _check(_libc().unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
+    # From here on this stage (outside the trial's PID namespace, like the host) keeps its /proc
+    # files closed to the trial, which shares its uid: the trial turns dumping on for itself only.
+    _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _mount("none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    for target, size in (("/tmp", cfg["trial_tmp_bytes"]), ("/dev/shm", cfg["shm_bytes"])):
+        _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={int(size)},mode=1777")
+
+
+def _drop_privileges() -> None:
+    """No capabilities left in the trial's user namespace (it could otherwise unmount its own
+    ``/tmp`` and see the host's), and the out-of-memory killer's first choice in the sandbox."""
+    import ctypes
+
+    libc = _libc()
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as handle:
+            handle.write("1000")
+    except OSError:
+        pass
+
+
 def _start_relay(unix_path: str) -> tuple[int, int]:
     """A relay process listening on 127.0.0.1 in this network namespace: ``(port, pid)``."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -223,9 +290,11 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     scratch = os.path.dirname(workdir) + os.sep
+    # In a sandbox the trial's /tmp and /dev/shm are its own (sized tmpfs that die with it).
+    private = ("/tmp/", "/dev/shm/") if cfg["namespaces"] else ()
     _audit(
         int(cfg["gateway_port"]),
-        (scratch, "/dev/null"),
+        (scratch, "/dev/null", *private),
         tuple(cfg.get("deny_read") or ()),
         tuple(cfg.get("allow_read") or ()),
     )
@@ -238,6 +307,7 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
     def stand_in(team_name: str, fn: Any, *args: Any, **kwargs: Any) -> None:
         raise _Discovered(fn)
 
+    returned: list[Any] = []
     try:
         competition.run_evaluation = stand_in
         try:
@@ -247,6 +317,15 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
             fn = found.fn
         finally:
             competition.run_evaluation = original_run_evaluation
+
+        def run(ctx: Any, target_character: str) -> Any:
+            # The package writes the reply from run()'s return value; only that value is a reply
+            # (not a file the program wrote itself, nor one left behind by a failed run()).
+            value = fn.run(ctx, target_character)
+            returned.append(value)
+            return value
+
+        shim = type(fn.__name__, (), {"run": staticmethod(run)})
         team, letter, trial = req["team"], req["letter"], int(req["trial"])
         # As run_evaluation lays out its folders and builds the context.
         os.makedirs(os.path.join(team, "raw", letter), exist_ok=True)
@@ -259,12 +338,10 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
         if package == "llms4pcg":
             args += [req["model"], base_url]
         ctx = context_mod.TrialContext(*args)
-        run_trial(ctx, fn)
+        run_trial(ctx, shim)
         out = ctx.get_output_file_path()
-        if os.path.exists(out):
-            with open(out, encoding="utf-8", errors="surrogateescape") as handle:
-                reply = handle.read()
-            result = {"outcome": "reply", "reply": reply}
+        if returned and isinstance(returned[0], str) and os.path.exists(out):
+            result = {"outcome": "reply", "reply": returned[0]}
         else:
             result = {"outcome": "no_output", "reason": _failed_reason(log_file)}
     except BaseException as exc:  # noqa: BLE001 - every failure of a trial is a recorded outcome
@@ -314,30 +391,101 @@ def _sweep(keep: set[int]) -> None:
                 pass
 
 
-def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dict[str, Any]:
-    scratch = tempfile.mkdtemp(prefix="wf-trial-", dir=cfg["scratch"])
-    workdir = os.path.join(scratch, "submission")
-    shutil.copytree(cfg["source"], workdir, symlinks=True)
-    out_r, out_w = os.pipe()
-    res_r, res_w = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.setsid()
-        os.close(out_r)
-        os.close(res_r)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(out_w, 2)
-        sys.stdout = os.fdopen(1, "w", buffering=1, errors="replace")
-        sys.stderr = os.fdopen(2, "w", buffering=1, errors="replace")
+def _trial_process(cfg: dict[str, Any], req: dict[str, Any], workdir: str, out_w: int, res_w: int) -> None:
+    """Become the trial: output to the host's pipe, then :func:`_child` (never returns)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1, errors="replace")
+    sys.stderr = os.fdopen(2, "w", buffering=1, errors="replace")
+    try:
+        _child(cfg, req, workdir, res_w)
+    finally:
+        os._exit(70)
+
+
+def _reap(trial: int) -> int:
+    """As the first process of the trial's PID namespace: reap orphans until the trial itself
+    ends; its wait status."""
+    while True:
         try:
-            _child(cfg, req, workdir, res_w)
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if pid == trial:
+            return status
+
+
+def _setup_failure(res_w: int, exc: BaseException) -> None:
+    data = json.dumps({"outcome": "crash", "reason": f"trial setup failed: {type(exc).__name__}: {exc}"})
+    os.write(res_w, data.encode("ascii", "backslashreplace"))
+
+
+def _fork_trial(cfg: dict[str, Any], req: dict[str, Any], scratch: str, pipes: dict[str, int]) -> int:
+    """Fork the trial: in a sandbox through namespaces of its own (host -> setup -> init -> trial),
+    else directly. Returns the pid the host waits for; its process group holds every stage."""
+    workdir = os.path.join(scratch, "submission")
+    pid = os.fork()
+    if pid != 0:
+        return pid
+    try:
+        os.setsid()
+        for name in ("out_r", "res_r", "status_r"):
+            os.close(pipes[name])
+        if cfg["namespaces"]:
+            _enter_trial_namespaces(cfg)
+            os.makedirs(scratch, mode=0o700)
+        shutil.copytree(cfg["source"], workdir, symlinks=True)
+        if not cfg["namespaces"]:
+            os.close(pipes["status_w"])
+            _trial_process(cfg, req, workdir, pipes["out_w"], pipes["res_w"])
+        init = os.fork()
+        if init == 0:
+            trial = os.fork()
+            if trial == 0:
+                os.close(pipes["status_w"])
+                _drop_privileges()
+                _trial_process(cfg, req, workdir, pipes["out_w"], pipes["res_w"])
+            os.close(pipes["out_w"])
+            os.close(pipes["res_w"])
+            status = _reap(trial)
+            os.write(pipes["status_w"], str(status).encode("ascii"))
+            os._exit(0)  # the namespace's first process: every process left in it dies now
+        for name in ("out_w", "res_w", "status_w"):
+            os.close(pipes[name])
+        os.waitpid(init, 0)
+        os._exit(0)
+    except BaseException as exc:  # noqa: BLE001 - reported as the trial's outcome
+        try:
+            _setup_failure(pipes["res_w"], exc)
         finally:
-            os._exit(70)
-    os.close(out_w)
-    os.close(res_w)
+            os._exit(71)
+    finally:
+        os._exit(70)
+
+
+def _status_reason(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return f"the trial process was killed by {name}"
+    return f"the trial process exited with status {os.WEXITSTATUS(status)} without a result"
+
+
+def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dict[str, Any]:
+    if cfg["namespaces"]:
+        scratch = "/tmp/wf-trial"  # inside the trial's own tmpfs, which dies with its namespaces
+    else:
+        scratch = tempfile.mkdtemp(prefix="wf-trial-", dir=cfg["scratch"])
+    pipes: dict[str, int] = {}
+    for name in ("out", "res", "status"):
+        pipes[f"{name}_r"], pipes[f"{name}_w"] = os.pipe()
+    started = time.monotonic()
+    pid = _fork_trial(cfg, req, scratch, pipes)
+    for name in ("out_w", "res_w", "status_w"):
+        os.close(pipes[name])
+    out_r, res_r = pipes["out_r"], pipes["res_r"]
     deadline = started + float(cfg["wall_seconds"])
     cap = int(cfg["output_bytes"])
     output, tail, killed = 0, b"", ""
@@ -375,7 +523,10 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
         except OSError:
             pass
     _, status = os.waitpid(pid, 0)
-    for fd in (out_r, res_r):
+    if cfg["namespaces"]:
+        text = _read_all(pipes["status_r"]).strip()
+        status = int(text) if text.isdigit() else signal.SIGKILL
+    for fd in (out_r, res_r, pipes["status_r"]):
         os.close(fd)
     if cfg["pid_namespace"]:
         _sweep({os.getpid(), *([relay_pid] if relay_pid else [])})
@@ -384,7 +535,8 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-    shutil.rmtree(scratch, ignore_errors=True)
+    if not cfg["namespaces"]:
+        shutil.rmtree(scratch, ignore_errors=True)
     seconds = round(time.monotonic() - started, 3)
     answer: dict[str, Any] = {"id": req.get("id"), "seconds": seconds, "output_bytes": output}
     answer["output_tail"] = tail.decode("utf-8", "replace")
@@ -395,22 +547,20 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
         parsed = json.loads(result) if result else None
     except ValueError:
         parsed = None
-    if isinstance(parsed, dict) and parsed.get("outcome") in ("reply", "no_output", "error"):
+    if isinstance(parsed, dict) and parsed.get("outcome") in ("reply", "no_output", "error", "crash"):
         answer.update(parsed)
         return answer
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        reason = f"the trial process was killed by {name}"
-    else:
-        reason = f"the trial process exited with status {os.WEXITSTATUS(status)} without a result"
-    answer.update(outcome="crash", reason=reason)
+    answer.update(outcome="crash", reason=_status_reason(status))
     return answer
 
 
 def main(argv: list[str]) -> int:
     cfg = json.loads(argv[1])
     sys.path[:] = [p for p in sys.path if p and not p.startswith(cfg["host_dir"])]
+    if cfg["namespaces"]:
+        # Same uid as the trials: without this a trial could open the host's /proc files (its
+        # pipes to the evaluator, its memory). Each trial turns it back on for itself.
+        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     relay_pid = None
     if cfg.get("relay_socket"):
         port, relay_pid = _start_relay(cfg["relay_socket"])

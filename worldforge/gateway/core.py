@@ -8,12 +8,34 @@ as bearer key). For each request the gateway
    spend a run's budget), checks the model and the request;
 2. applies the run's policy: the trial's seed and the provider's configured temperature are what
    is forwarded (a program's own ``seed``/``temperature`` is recorded, never used), and the trial's
-   token and time budget are checked before anything is sent;
-3. asks its upstream, the trial's provider or a recorded run (``--replay``);
+   time budget is checked when the request arrives, as the competition packages check it;
+3. bounds what the request may spend (its *allowance*, see "Token budget" below) and asks its
+   upstream, the trial's provider or a recorded run (``--replay``);
 4. records the exchange (see :mod:`worldforge.gateway.exchange`) in the trial's list, which the
    item record carries, and as a ``gateway.exchange`` event with its timing. A request still
    unanswered when its trial ends is recorded too, as a ``trial_ended`` error (see
    :meth:`Gateway.close_trial`).
+
+Token budget. The competition packages count ``usage.prompt_tokens + usage.completion_tokens``
+after each call and fail the trial once the total passes 25,000; they never stop a call from
+spending, so one request (``n=128``) could spend any amount before that check. The gateway keeps
+the same count (:attr:`TrialRoute.tokens`, :attr:`TrialRoute.over_budget`) and also bounds each
+request: its allowance is what is left of the budget (``max_tokens - tokens``), forwarded as a
+completion cap (how ``n`` > 1 choices share it: :mod:`worldforge.gateway.upstream`). A trial
+already past its budget is refused (``trial_limit``), as before; one exactly at it gets an
+allowance of one token (the package makes that call and fails the trial after it, whatever it
+costs, so the cheapest answer changes nothing). A request that would have stayed within the budget
+is answered exactly as without a cap (``n`` > 1 choices made by one server request: see
+:mod:`~worldforge.gateway.upstream` for the one exception); a cap only cuts answers that take the
+trial past its budget, which fails it anyway, and one request spends at most its allowance plus
+the prompt of the call that crosses it.
+
+A trial's requests in flight hold their allowances, so two concurrent requests cannot each spend
+the whole remainder. A request that arrives while another of its trial is upstream goes at once
+when what is not held covers its own ``max_tokens`` (times ``n``); otherwise it waits for the
+trial's requests in flight to be answered and then gets the whole remainder, so the cap it gets is
+the one it would have got had the program sent it after them (the answers stay the same; only the
+time changes). The forwarded cap is reported in the ``gateway.exchange`` event, never in the record.
 """
 
 from __future__ import annotations
@@ -32,13 +54,18 @@ from worldforge.gateway.exchange import (
     Completion,
     GatewayError,
     Recorder,
+    Request,
     completion_body,
     parse_request,
+    served_digest,
 )
 from worldforge.gateway.replay import ReplaySource, ReplayUpstream
-from worldforge.gateway.server import LoopbackServer
+from worldforge.gateway.server import MAX_REQUEST_BYTES, LoopbackServer
 from worldforge.gateway.upstream import ProviderUpstream, TrialRoute, Upstream
 from worldforge.providers.ollama import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT
+
+#: How often a request waiting for its trial's budget looks again (it is also woken on each answer).
+_WAIT_POLL_S = 0.5
 
 
 class Gateway:
@@ -73,7 +100,7 @@ class Gateway:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> Gateway:
         if self._server is None:
-            self._server = LoopbackServer(self.dispatch)
+            self._server = LoopbackServer(self.dispatch, self._refused)
             self._client = GatewayClient(self._server.port)
             self._emit(
                 "gateway.started",
@@ -129,6 +156,8 @@ class Gateway:
         aliases: Sequence[str] = (),
     ) -> TrialRoute:
         """Register a trial; its token authorizes requests until :meth:`close_trial`."""
+        if int(max_tokens) < 1:
+            raise WorldForgeError(f"trial token budget: expected a positive integer, got {max_tokens!r}.")
         route = TrialRoute(
             token=secrets.token_urlsafe(18),
             item_id=item_id,
@@ -154,6 +183,8 @@ class Gateway:
         with self._lock:
             self._routes.pop(route.token, None)
         with route.lock:
+            route.closed = True
+            route.settled.notify_all()
             for index, request in sorted(route.pending.items()):
                 error = GatewayError(
                     "trial_ended",
@@ -218,7 +249,8 @@ class Gateway:
         completion: Completion | None = None
         error: GatewayError | None = None
         try:
-            self._check_budget(route, index)
+            self._check_time(route, index)
+            self._reserve(route, request, index)
             completion = self.upstream.complete(route, request, index)
         except GatewayError as exc:
             error = exc
@@ -233,20 +265,36 @@ class Gateway:
             late = route.pending.pop(index, None) is None
             if not late:
                 route.exchanges.append(exchange)
+            if request.allowance is not None:
+                route.reserved -= request.allowance
             if completion is not None:
+                if not late:
+                    route.served.update(served_digest(text) for text in completion.texts)
                 route.tokens += completion.prompt_tokens + completion.completion_tokens
+                if route.exceeded_at is None and route.over_budget:
+                    route.exceeded_at = route.tokens
+            route.settled.notify_all()
         with self._lock:
             self.exchange_count += 1
             self.failed_count += error is not None
-        timing = {"duration_ms": round((time.perf_counter() - started) * 1000.0, 3)}
-        self._emit_exchange(route, index, exchange, **timing, **({"after_trial_end": True} if late else {}))
+        extra: dict[str, Any] = {"duration_ms": round((time.perf_counter() - started) * 1000.0, 3)}
+        if request.allowance is not None:
+            extra["budget"] = {
+                "allowance": request.allowance,
+                "max_tokens": request.max_tokens,
+                "capped": bool(completion is not None and completion.capped),
+                "not_asked": completion.not_asked if completion is not None else 0,
+            }
+        if late:
+            extra["after_trial_end"] = True
+        self._emit_exchange(route, index, exchange, **extra)
         if error is not None:
             return error.status, error.body()
         assert completion is not None
         return 200, completion_body(completion, request.digest)
 
-    def _check_budget(self, route: TrialRoute, index: int) -> None:
-        """The competition's per-call checks, on the gateway's side of the wire."""
+    def _check_time(self, route: TrialRoute, index: int) -> None:
+        """The competition's per-call time check, on the gateway's side of the wire."""
         elapsed = time.monotonic() - route.started
         if elapsed > route.max_seconds:
             raise GatewayError(
@@ -254,12 +302,56 @@ class Gateway:
                 f"trial time limit: {elapsed:.1f} s elapsed before request {index + 1} "
                 f"(limit {route.max_seconds:g} s).",
             )
-        if route.tokens > route.max_tokens:
-            raise GatewayError(
-                "trial_limit",
-                f"trial token limit: {route.tokens} prompt+completion tokens before request {index + 1} "
-                f"(limit {route.max_tokens}).",
-            )
+
+    def _reserve(self, route: TrialRoute, request: Request, index: int) -> None:
+        """Set and hold the request's allowance (see "Token budget"), waiting if it must.
+
+        Refused (``trial_limit``) when the trial is past its budget once its other requests are
+        answered; given up (``trial_ended``) when the trial closes while it waits.
+        """
+        demand = None if request.max_tokens is None else request.max_tokens * request.n
+        with route.lock:
+            while True:
+                if route.closed:
+                    raise GatewayError(
+                        "trial_ended",
+                        f"the trial ended before the answer to request {index + 1} arrived.",
+                    )
+                free = route.max_tokens - route.tokens - route.reserved
+                if route.reserved == 0 or (demand is not None and free >= demand):
+                    break
+                route.settled.wait(_WAIT_POLL_S)
+            if route.over_budget:
+                raise GatewayError(
+                    "trial_limit",
+                    f"trial token limit: {route.tokens} prompt+completion tokens before request "
+                    f"{index + 1} (limit {route.max_tokens}).",
+                )
+            # Exactly at the budget the package still makes the call (and fails the trial after
+            # it, whatever it costs): the smallest allowance lets it, at the least cost.
+            free = max(free, 1)
+            request.allowance = free if demand is None else min(free, demand)
+            route.reserved += request.allowance
+
+    def _refused(self, token: str | None, path: str, status: int, length: int | None) -> None:
+        """A request the server refused before reading its body (too large, or of no stated length).
+
+        Logged as ``gateway.rejected`` with the trial it named (the token itself is never logged)
+        and the size it declared; the body was never read, so nothing of it is kept.
+        """
+        with self._lock:
+            route = self._routes.get(token) if token else None
+        self._emit(
+            "gateway.rejected",
+            {
+                "item_id": route.item_id if route is not None else None,
+                "error": "request_too_large" if status == 413 else "invalid_request_error",
+                "status": status,
+                "path": sanitize_text(path)[:200],
+                "declared_bytes": length,
+                "limit_bytes": MAX_REQUEST_BYTES,
+            },
+        )
 
     def _emit_exchange(self, route: TrialRoute, index: int, exchange: dict[str, Any], **extra: Any) -> None:
         """The ``gateway.exchange`` event: the recorded exchange with the trial, position and source."""

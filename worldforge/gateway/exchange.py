@@ -13,15 +13,23 @@ make exchanges usable both as evidence and as the source of a replay:
   for byte, and a replay says so instead of serving the altered text.
 * **No timing, no ports, no tokens.** Durations and the source of an answer (model or replay)
   live in the event only, so the same inputs give byte-identical item records and result digests.
+  So does the completion cap the gateway derived from the trial's budget (``allowance``): it never
+  changes an answer the budget could pay for, so it stays out of the digest and the record.
+* **Bounded.** A choice longer than :data:`RECORDED_CHOICE_CHARS` (far beyond what 25,000 tokens of
+  text take) is recorded cut, with a marker naming the digest of the full text; the exchange is
+  then ``altered`` (``response_digest`` still covers the full reply). The sanitizer's memo of
+  repeated strings is bounded by count and by size, so a hostile run cannot grow it without end.
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldforge.core.digests import digest_payload
+from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_value
 
@@ -37,11 +45,17 @@ ERROR_STATUS = {
     "trial_ended": 504,
     "provider_error": 502,
 }
-#: Request keys the gateway reads; any other key a program sends is recorded, never forwarded.
+#: Request keys the gateway reads; any other key a program sends is recorded, never forwarded,
+#: except the program's own completion cap (:data:`CAP_KEYS`), which is recorded and also honoured.
 REQUEST_KEYS = ("model", "messages", "n")
+#: A program's own per-choice completion cap, as OpenAI clients spell it (the newer name wins).
+CAP_KEYS = ("max_completion_tokens", "max_tokens")
 #: Sampling parameters the run's policy owns (a program's own values are ignored).
 POLICY_KEYS = ("seed", "temperature")
 _MEMO_LIMIT = 20_000
+_MEMO_CHARS = 32 * 1024 * 1024
+#: Characters of one choice recorded whole (about ten times what a 25,000-token reply holds).
+RECORDED_CHOICE_CHARS = 256 * 1024
 
 
 class GatewayError(Exception):
@@ -69,6 +83,10 @@ class Completion:
     completion_tokens: int
     model: str
     finish_reason: str | None = "stop"
+    #: Whether the gateway's completion cap stopped a choice, and how many choices the trial's
+    #: budget could not pay for (answered empty). Reported in the event only, never digested.
+    capped: bool = False
+    not_asked: int = 0
 
     def raw(self) -> dict[str, Any]:
         """The response as digested (raw texts)."""
@@ -90,16 +108,30 @@ class Request:
     seed: int | None
     temperature: float | None
     client_params: dict[str, Any] = field(default_factory=dict)
+    #: The program's own per-choice completion cap (see :data:`CAP_KEYS`), forwarded as a server
+    #: would honour it; ``None`` when the program set none.
+    max_tokens: int | None = None
+    #: Tokens this request may spend (prompt and completions), set by the gateway from what is left
+    #: of the trial's budget just before forwarding; ``None``: no budget applies.
+    allowance: int | None = field(default=None, compare=False)
 
     def raw(self) -> dict[str, Any]:
-        """What the request digest covers (client-only parameters excluded: never forwarded)."""
-        return {
+        """What the request digest covers (client-only parameters excluded: never forwarded).
+
+        The program's own cap is forwarded, so it is covered, but only when set: requests without
+        one keep the digests they always had. The allowance is not: it depends on the trial's
+        earlier answers, and it never changes an answer the budget could pay for.
+        """
+        raw: dict[str, Any] = {
             "model": self.model,
             "messages": self.messages,
             "n": self.n,
             "seed": self.seed,
             "temperature": self.temperature,
         }
+        if self.max_tokens is not None:
+            raw["max_tokens"] = self.max_tokens
+        return raw
 
     @property
     def digest(self) -> str:
@@ -119,6 +151,12 @@ def _escape(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _escape(v) for k, v in value.items()}
     return value
+
+
+def served_digest(text: str) -> str:
+    """The digest that names a reply text byte for byte (lone surrogates of a hostile reply kept):
+    a program's returned text is *served* when its digest is one of its trial's answers'."""
+    return digest_bytes(text.encode("utf-8", "surrogatepass"))
 
 
 def safe_digest(value: Any) -> str:
@@ -173,7 +211,20 @@ def parse_request(
     extra = {str(k): v for k, v in sorted(body.items()) if k not in REQUEST_KEYS}
     if asked != model:
         extra["model"] = asked
-    return Request(model, clean, n, seed, temperature, extra)
+    return Request(model, clean, n, seed, temperature, extra, program_cap(body))
+
+
+def program_cap(body: Mapping[str, Any]) -> int | None:
+    """The program's own per-choice completion cap, validated as a server would (``None``: unset)."""
+    caps: list[int] = []
+    for key in CAP_KEYS:
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise GatewayError("invalid_request_error", f"{key}: expected a positive integer, got {value!r}.")
+        caps.append(value)
+    return caps[0] if caps else None
 
 
 class Recorder:
@@ -182,12 +233,21 @@ class Recorder:
 
     def __init__(self) -> None:
         self._memo: dict[str, str] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
 
     def clean(self, value: Any) -> Any:
         """Sanitized and JSON-safe: what may be written to a record or an event."""
-        if len(self._memo) > _MEMO_LIMIT:
-            self._memo.clear()
-        return _escape(sanitize_value(value, memo=self._memo))
+        with self._lock:  # the server's threads share the memo
+            if len(self._memo) > _MEMO_LIMIT or self._chars > _MEMO_CHARS:
+                self._memo.clear()
+                self._chars = 0
+            before = len(self._memo)
+            shown = _escape(sanitize_value(value, memo=self._memo))
+            # The memo is a dict in insertion order: what this call added is at its end.
+            added = itertools.islice(reversed(self._memo.items()), len(self._memo) - before)
+            self._chars += sum(len(k) + len(v) for k, v in added)
+            return shown
 
     def exchange(
         self, request: Request, completion: Completion | None, error: GatewayError | None
@@ -208,6 +268,9 @@ class Recorder:
         if completion is not None:
             raw = completion.raw()
             shown = self.clean(raw)
+            shown["choices"] = [
+                _bounded(text, full) for text, full in zip(shown["choices"], raw["choices"], strict=True)
+            ]
             record["response"] = shown
             record["response_digest"] = safe_digest(raw)
             if shown["choices"] != raw["choices"]:
@@ -215,6 +278,15 @@ class Recorder:
         if error is not None:
             record["error"] = {"type": error.kind, "message": self.clean(error.message)}
         return record
+
+
+def _bounded(shown: str, full: str) -> str:
+    """A recorded choice, cut after :data:`RECORDED_CHOICE_CHARS` with the digest of the full text."""
+    if len(shown) <= RECORDED_CHOICE_CHARS:
+        return shown
+    dropped = len(shown) - RECORDED_CHOICE_CHARS
+    marker = f"[... {dropped} characters not recorded; full text {safe_digest(full)}]"
+    return f"{shown[:RECORDED_CHOICE_CHARS]}\n{marker}"
 
 
 def completion_body(completion: Completion, request_digest: str) -> dict[str, Any]:
@@ -264,6 +336,11 @@ def describe_difference(recorded: Mapping[str, Any] | None, request: Request, re
         now = getattr(request, key)
         if was.get(key) != now:
             return f"{key} differs (recorded {was.get(key)!r}, now {now!r})"
+    params = was.get("client_params")
+    for key in CAP_KEYS:
+        then = params.get(key) if isinstance(params, Mapping) else None
+        if then != request.client_params.get(key):
+            return f"{key} differs (recorded {then!r}, now {request.client_params.get(key)!r})"
     old: Sequence[Any] = was.get("messages") or []
     new = recorder.clean(request.messages)
     if len(old) != len(new):
@@ -281,7 +358,9 @@ def describe_difference(recorded: Mapping[str, Any] | None, request: Request, re
 
 
 __all__ = [
+    "CAP_KEYS",
     "ERROR_STATUS",
+    "RECORDED_CHOICE_CHARS",
     "POLICY_KEYS",
     "Completion",
     "GatewayError",
@@ -291,5 +370,7 @@ __all__ = [
     "completion_from_record",
     "describe_difference",
     "parse_request",
+    "program_cap",
     "safe_digest",
+    "served_digest",
 ]

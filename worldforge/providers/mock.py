@@ -31,7 +31,7 @@ from worldforge.providers.base import (
     PredictionResult,
     ScoreResult,
 )
-from worldforge.providers.mock_letters import letter_reply
+from worldforge.providers.mock_letters import cap_words, letter_reply
 
 MOCK_MODEL = "mock-deterministic-v1"
 REACH_PER_STEP = 0.25
@@ -197,6 +197,12 @@ class MockProvider(BaseProvider):
     def generate(
         self, messages: list[dict[str, str]], *, options: dict[str, Any] | None = None
     ) -> GenerationResult:
+        """A letter reply (``target_character`` + ``trial_seed``) or an echo of the last user turn.
+
+        ``options.max_tokens`` stops the reply there, as a server stops at ``max_tokens``: the model
+        gateway passes what is left of a trial's token budget, so a capped reply must look like a
+        server's (``finish_reason`` ``"length"``, the completion count equal to the cap).
+        """
         opts = dict(options or {})
         payload = {"messages": messages, "options": opts}
 
@@ -215,18 +221,23 @@ class MockProvider(BaseProvider):
                 digest = digest_payload({"variant": self.variant, "messages": messages})[7:19]
                 last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
                 text = f"[{self.name} {digest}] {last_user}"
+            cap = opts.get("max_tokens")
+            cut = False
+            if cap is not None:
+                if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+                    raise WorldForgeError(f"options.max_tokens: expected a positive integer, got {cap!r}.")
+                text, cut = cap_words(text, cap)
             prompt_tokens = sum(len(m["content"].split()) for m in messages)
-            return GenerationResult(
-                provider=self.name,
-                text=text,
-                metadata={
-                    "model": MOCK_MODEL,
-                    "variant": self.variant,
-                    "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-                    "prompt_eval_count": prompt_tokens,
-                    "eval_count": len(text.split()),
-                },
-            )
+            metadata: dict[str, Any] = {
+                "model": MOCK_MODEL,
+                "variant": self.variant,
+                "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": len(text.split()),
+            }
+            if cut:  # only then: an uncapped reply's metadata (and the records holding it) is unchanged
+                metadata["finish_reason"] = "length"
+            return GenerationResult(provider=self.name, text=text, metadata=metadata)
 
         return self.instrumented("generate", payload, call)
 

@@ -12,6 +12,9 @@ the whole pipeline the way a real reply does: Markdown prose around a fenced cod
   the per-letter diversity score is not zero.
 * ``variant`` (the ``<variant>`` of ``mock:<variant>``) seeds a different but equally deterministic
   generator, so several mock "models" can stand in for the competition's three models.
+* **Capped like a server**: :func:`cap_words` cuts a reply to a completion-token cap (the mock counts
+  whitespace-separated words as tokens), the way a server stops at ``max_tokens``; an uncapped
+  reply is unchanged, so ``VERSION`` did not move.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ VERSION = "worldforge.providers.mock_letters:b7a46a1c6af793c9"
 
 
 _LETTER_RE = re.compile(r"^[A-Z]$")
+_WORD_RE = re.compile(r"\S+")
 
 _OPENINGS = (
     "Here is a stable structure that looks like the letter {L}.",
@@ -138,4 +142,21 @@ def letter_reply(letter: str, trial_seed: int, variant: str = "") -> str:
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["derive_seed", "letter_program_lines", "letter_reply", "prime"]
+def cap_words(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut after its first ``limit`` words (the mock's tokens), and whether it was cut.
+
+    A server that reaches ``max_tokens`` returns what it generated so far with ``finish_reason``
+    ``"length"``; the cut keeps the original spacing up to the last kept word, so the completion
+    count of the cut text (``len(text.split())``) is exactly ``limit``.
+    """
+    if len(text.split()) <= limit:
+        return text, False
+    if limit <= 0:
+        return "", True
+    for count, match in enumerate(_WORD_RE.finditer(text), start=1):
+        if count == limit:
+            return text[: match.end()], True
+    return text, False  # pragma: no cover - the word count above rules this out
+
+
+__all__ = ["cap_words", "derive_seed", "letter_program_lines", "letter_reply", "prime"]

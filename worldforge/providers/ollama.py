@@ -416,14 +416,22 @@ class OllamaProvider(BaseProvider):
     ) -> GenerationResult:
         """The provider-protocol entry point: returns a ``GenerationResult`` (core contract).
 
-        ``options`` may carry ``trial_seed`` (used as the sampling seed), ``seed`` and per-call
-        Ollama options under ``ollama_options``.
+        ``options`` may carry ``trial_seed`` (used as the sampling seed), ``seed``, per-call
+        Ollama options under ``ollama_options`` and ``max_tokens``, a completion cap (the model
+        gateway's share of the trial's token budget) sent as ``num_predict``, or as the smaller of
+        the two when ``ollama_options`` sets a positive ``num_predict`` of its own.
         """
         opts = dict(options or {})
         seed = opts.get("trial_seed", opts.get("seed"))
-        reply = self.chat(
-            messages, seed=None if seed is None else int(seed), **dict(opts.get("ollama_options") or {})
-        )
+        extra = dict(opts.get("ollama_options") or {})
+        cap = opts.get("max_tokens")
+        if cap is not None:
+            own = extra.get("num_predict")
+            if isinstance(own, int) and not isinstance(own, bool) and own > 0:
+                extra["num_predict"] = min(int(cap), own)
+            else:
+                extra["num_predict"] = int(cap)
+        reply = self.chat(messages, seed=None if seed is None else int(seed), **extra)
         metadata = {
             "prompt_eval_count": reply.prompt_eval_count,
             "eval_count": reply.eval_count,

@@ -52,6 +52,12 @@ from worldforge.providers.openai_settings import (
 from worldforge.providers.server_pool import ServerPool
 
 _PROBE_PROMPT = "Reply with OK."
+#: The largest completion cap (``options["max_tokens"]``) sent on the wire as ``max_tokens``. A larger
+#: one is left out: OpenAI refuses ``max_tokens`` above a model's output limit (4,096 for the
+#: competition's ``gpt-3.5-turbo-0125``) and vLLM refuses a prompt plus ``max_tokens`` beyond the
+#: context, so sending a generous cap could fail requests that would have completed, while a reply
+#: longer than this is already bounded by the server's own limit.
+MAX_TOKENS_SENT = 4096
 
 
 @dataclass
@@ -97,6 +103,8 @@ class OpenAICompatProvider(BaseProvider):
     """The ``generate`` capability backed by an OpenAI-compatible server (``openai:<model>``)."""
 
     _capabilities = ("generate",)
+    #: ``n`` choices come from one request (the model gateway splits a completion cap across them).
+    native_choices = True
 
     def __init__(self, settings: OpenAISettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
         super().__init__()
@@ -300,9 +308,17 @@ class OpenAICompatProvider(BaseProvider):
 
     # -- generation -----------------------------------------------------------------------------
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, seed: int | None = None, n: int = 1
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        seed: int | None = None,
+        n: int = 1,
+        max_tokens: int | None = None,
     ) -> ChatReply:
-        """One chat completion with retries; returns the choices' texts and the usage counts."""
+        """One chat completion with retries; returns the choices' texts and the usage counts.
+
+        ``max_tokens`` (per choice) is sent only when given, so uncapped requests stay as they were.
+        """
         for i, message in enumerate(messages):
             if message.get("role") not in {"system", "user", "assistant"} or not isinstance(
                 message.get("content"), str
@@ -314,6 +330,8 @@ class OpenAICompatProvider(BaseProvider):
         params: dict[str, Any] = {"temperature": float(self.settings.temperature), "n": n}
         if seed is not None:
             params["seed"] = int(seed)
+        if max_tokens is not None:
+            params["max_tokens"] = int(max_tokens)
         digest = digest_payload({"model": self.settings.model, "messages": payload, "params": params})
         for url in self.pool.urls:
             self.client_for(url)  # a missing key is a usage error, not a failed attempt
@@ -408,11 +426,18 @@ class OpenAICompatProvider(BaseProvider):
     ) -> GenerationResult:
         """The provider-protocol entry point: the first choice's text and the usage counts.
 
-        ``options`` may carry ``trial_seed`` (sent as ``seed``), ``seed`` and ``n``.
+        ``options`` may carry ``trial_seed`` (sent as ``seed``), ``seed``, ``n`` and ``max_tokens``
+        (a per-choice completion cap, sent when it is at most :data:`MAX_TOKENS_SENT`).
         """
         opts = dict(options or {})
         seed = opts.get("trial_seed", opts.get("seed"))
-        reply = self.chat(messages, seed=None if seed is None else int(seed), n=opts.get("n") or 1)
+        cap = opts.get("max_tokens")
+        reply = self.chat(
+            messages,
+            seed=None if seed is None else int(seed),
+            n=opts.get("n") or 1,
+            max_tokens=int(cap) if cap is not None and int(cap) <= MAX_TOKENS_SENT else None,
+        )
         metadata: dict[str, Any] = {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
@@ -441,6 +466,7 @@ def create_provider(model: str, options: Mapping[str, Any] | None = None) -> Ope
 
 
 __all__ = [
+    "MAX_TOKENS_SENT",
     "OPENAI_API_URL",
     "PLACEHOLDER_API_KEY",
     "ChatReply",

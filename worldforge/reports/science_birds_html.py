@@ -130,6 +130,23 @@ def _ranking(view: View) -> str:
     )
 
 
+def _unserved_note(view: View, payload: Mapping[str, Any]) -> str:
+    """A visible warning when a submission returned text the model never served (the rules forbid
+    changing the reply); the ranking column alone is easy to miss. Empty when there is none."""
+    counts = {p.name: p.row.get("unserved_replies") for p in view.programs}
+    found = {n: c for n, c in counts.items() if isinstance(c, int) and not isinstance(c, bool) and c > 0}
+    if not found:
+        return ""
+    measurement = (payload.get("sections") or {}).get("measurement") or {}
+    how = measurement.get("unserved_replies") if isinstance(measurement, Mapping) else None
+    who = ", ".join(f"{esc(name)} ({count})" for name, count in found.items())
+    return (
+        '<section class="warning"><strong>Unserved replies.</strong> '
+        f"Trials of {who} returned text the model never served (hard-coded or edited): the rules "
+        f"forbid changing the reply. This run: {esc(how or 'see the unserved replies section')}.</section>"
+    )
+
+
 def _heatmap(view: View) -> str:
     names = [p.name for p in view.programs]
     cells = []
@@ -338,6 +355,7 @@ def render_science_birds(payload: dict[str, Any], view: View) -> str:
         _summary_line(view, payload),
         _headline(view, payload),
         _ranking(view),
+        _unserved_note(view, payload),
     ]
     if "baseline_comparison" in sections:
         body.append(section_html(interpret("baseline_comparison", sections["baseline_comparison"])))

@@ -8,18 +8,23 @@ competition's ``str.replace`` convention).
 
 Programs are *data*, never code: loading one only reads text files, and the checks here fail early
 with a message naming the file (missing placeholder, bad UTF-8, oversized or empty files) so a typo
-is not discovered after an hour of model calls.
+is not discovered after an hour of model calls. The files are read through
+:mod:`worldforge.execution.files`: a prompt file (or ``prompts/``, or the folder) that is a symbolic
+link, a FIFO or a device is refused, never followed or opened.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.execution.files import read_file, walk_tree
 from worldforge.pcg.programs.submission import (
     SubmissionProgram,
     invalid_submission,
@@ -107,9 +112,13 @@ def _natural_key(name: str) -> tuple[object, ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
 
 
+def _check_turn_size(path: Path, size: int) -> None:
+    if size > MAX_TURN_BYTES:
+        raise WorldForgeError(f"{path}: prompt file is {size} bytes; the limit is {MAX_TURN_BYTES}.")
+
+
 def _decode_turn(path: Path, data: bytes) -> str:
-    if len(data) > MAX_TURN_BYTES:
-        raise WorldForgeError(f"{path}: prompt file is {len(data)} bytes; the limit is {MAX_TURN_BYTES}.")
+    _check_turn_size(path, len(data))
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -161,25 +170,43 @@ def _validated(
     return PromptProgram(name=name, turns=turns, source=source, builtin=builtin)
 
 
+def _kind(path: Path) -> str | None:
+    """``"folder"``, ``"link"`` or ``"other"`` from ``lstat`` (never following a link); ``None``: absent."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return "folder" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "other"
+
+
+def _not_a_turn(name: str) -> bool:
+    """Names in ``prompts/`` that are not turns: hidden files and anything but ``*.txt``."""
+    return name.startswith(".") or PurePosixPath(name).suffix != ".txt"
+
+
 def load_program(path: str | Path, *, name: str | None = None, builtin: bool = False) -> PromptProgram:
     """Load and check the program folder at ``path`` (``path/prompts/*.txt``)."""
     root = Path(path)
-    if not root.is_dir():
+    if _kind(root) not in ("folder", "link"):
         raise WorldForgeError(f"{root}: prompt program folder not found.")
-    prompts = root / "prompts"
-    if not prompts.is_dir():
+    if _kind(root) == "folder" and _kind(root / "prompts") not in ("folder", "link"):
         raise WorldForgeError(f"{root}: a prompt program needs a 'prompts/' folder with *.txt turns.")
+    # Links (the folder, prompts/, a turn) are refused here, by the walk, without being followed.
     files = sorted(
-        (p for p in prompts.iterdir() if p.suffix == ".txt" and p.is_file() and not p.name.startswith(".")),
-        key=lambda p: _natural_key(p.name),
+        walk_tree(root, under="prompts", recursive=False, excluded=_not_a_turn),
+        key=lambda f: _natural_key(f.path.rsplit("/", 1)[-1]),
     )
-    turns = tuple(PromptTurn(p.name, _decode_turn(p, p.read_bytes())) for p in files)
+    turns: list[PromptTurn] = []
+    for entry in files:
+        where = root / entry.path
+        _check_turn_size(where, entry.size)  # before anything is read
+        turns.append(PromptTurn(where.name, _decode_turn(where, read_file(root, entry))))
     prog_name = name or root.resolve().name
     if not _NAME_RE.match(prog_name):
         raise WorldForgeError(
             f"{root}: program name {prog_name!r} must use letters, digits, '.', '_' or '-'."
         )
-    return _validated(prog_name, turns, root, builtin)
+    return _validated(prog_name, tuple(turns), root, builtin)
 
 
 def builtin_programs_dir() -> Path:

@@ -13,32 +13,55 @@ is an error naming the program and what was found.
 Identity: the digest of every file (caches such as ``__pycache__`` and the team's ``.env`` with its
 API key excluded), the package, the entry module and class. The environment the trials run in
 (package version, resolved requirements) is recorded beside it by the runner.
+
+Every byte of a team's folder is read through :mod:`worldforge.execution.files`, never through a
+link: a symbolic link, FIFO, socket or device anywhere in the folder (or the folder or ``.py`` file
+named on the command line being a link) refuses the submission with one line naming the entry.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import os
+import stat
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.execution.files import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    SKIPPED_NAMES,
+    SKIPPED_SUFFIXES,
+    TreeFile,
+    TreeLimits,
+    read_file,
+    stat_file,
+    walk_tree,
+)
 
 #: The competition packages a submission may be written against, newest first.
 PACKAGES = ("llms4pcg", "chatgpt4pcg")
 #: The packages' chat functions (what a submission must call instead of ``openai``).
 CHAT_FUNCTIONS = {"chatgpt4pcg": "chat_with_chatgpt", "llms4pcg": "chat_with_llm"}
-#: Names never copied into a trial nor digested: caches, version control, the team's secrets.
-EXCLUDED_NAMES = frozenset(
-    {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-     ".ipynb_checkpoints", ".venv", "venv", ".idea", ".vscode", ".DS_Store", ".env", "logs"}
-)  # fmt: skip
-EXCLUDED_SUFFIXES = (".pyc", ".pyo")
+#: Names never copied into a trial nor digested: caches, version control, the team's secrets, and
+#: ``logs`` (where the competition packages write a run's logs).
+EXCLUDED_NAMES = SKIPPED_NAMES | {"logs"}
+EXCLUDED_SUFFIXES = SKIPPED_SUFFIXES
 #: Largest submission (all files) accepted; the rules allowed 1 GB, this is per trial copy too.
 MAX_SUBMISSION_BYTES = 256 * 1024 * 1024
+#: Most files and folders in a submission.
 MAX_FILES = 5000
+#: The caps a submission folder is walked with (one file at most ``MAX_FILE_BYTES``).
+LIMITS = TreeLimits(
+    max_files=MAX_FILES,
+    max_file_bytes=MAX_FILE_BYTES,
+    max_total_bytes=MAX_SUBMISSION_BYTES,
+    max_depth=MAX_DEPTH,
+)
 
 
 @dataclass(frozen=True)
@@ -91,10 +114,23 @@ class SubmissionProgram:
         return self.source / relative
 
 
+def _mode(path: Path) -> int | None:
+    """``lstat``'s mode of ``path`` (never following a link), ``None`` if nothing is there."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None
+
+
+def _is_folder(path: Path) -> bool:
+    mode = _mode(path)
+    return mode is not None and stat.S_ISDIR(mode)
+
+
 def invalid_submission(path: str | Path, reason: str) -> SubmissionProgram:
     """A program that could not be loaded, kept so that its trials are recorded as failed."""
     given = Path(path)
-    name = given.stem if given.is_file() else given.name
+    name = given.stem if _mode(given) is not None and not _is_folder(given) else given.name
     return SubmissionProgram(name, given, "", "", "", (), name, error=reason)
 
 
@@ -102,17 +138,18 @@ def _excluded(name: str) -> bool:
     return name in EXCLUDED_NAMES or name.endswith(EXCLUDED_SUFFIXES)
 
 
+def _not_python(name: str) -> bool:
+    return PurePosixPath(name).suffix != ".py"
+
+
+def _walk(root: Path, label: str) -> list[TreeFile]:
+    return walk_tree(root, limits=LIMITS, excluded=_excluded, label=label)
+
+
 def list_files(root: Path) -> list[Path]:
-    """Every file of the submission folder that belongs to it, sorted, caches excluded."""
-    out: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _excluded(d))
-        for name in sorted(files):
-            if not _excluded(name):
-                out.append(Path(folder) / name)
-        if len(out) > MAX_FILES:
-            raise WorldForgeError(f"{root}: more than {MAX_FILES} files; is this a submission folder?")
-    return out
+    """Every file of the submission folder that belongs to it, caches excluded, in walk order
+    (:func:`~worldforge.execution.files.walk_tree`: links and other non-files are refused)."""
+    return [root / f.path for f in _walk(root, str(root))]
 
 
 @dataclass
@@ -188,8 +225,7 @@ def scan_source(text: str, where: str) -> _Scan:
     return scan
 
 
-def _read_python(path: Path, where: str) -> str:
-    data = path.read_bytes()
+def _decode_python(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -205,18 +241,23 @@ def looks_like_submission(path: str | Path) -> bool:
     and unrelated helper scripts stays a prompt program.
     """
     p = Path(path)
-    if p.is_file():
-        return p.suffix == ".py"
-    if not p.is_dir():
+    mode = _mode(p)
+    if mode is None:
         return False
-    sources = sorted(c for c in p.iterdir() if c.suffix == ".py" and c.is_file())
+    if not stat.S_ISDIR(mode):
+        return p.suffix == ".py"  # a link is loaded as a submission, which refuses it
+    try:
+        sources = walk_tree(p, limits=LIMITS, excluded=_not_python, recursive=False)
+    except WorldForgeError:
+        return True  # a .py that is a link or a FIFO: loading the submission says so
     if not sources:
         return False
-    if not (p / "prompts").is_dir():
+    if not _is_folder(p / "prompts"):
         return True
     for source in sources:
+        where = str(p / source.path)
         try:
-            scan = scan_source(_read_python(source, str(source)), str(source))
+            scan = scan_source(_decode_python(read_file(p, source, limits=LIMITS), where), where)
         except WorldForgeError:
             return True  # a broken program is still a program: loading it reports the error
         if scan.trial_loops or scan.packages or scan.openai:
@@ -224,29 +265,41 @@ def looks_like_submission(path: str | Path) -> bool:
     return False
 
 
+def _requirements(root: Path, walked: list[TreeFile], whole_folder: bool, label: str) -> str | None:
+    """The text of ``requirements.txt`` (universal newlines, like ``Path.read_text``), if any."""
+    if whole_folder:
+        entry = next((f for f in walked if f.path == "requirements.txt"), None)
+    elif _is_folder(root / "requirements.txt"):
+        entry = None
+    else:
+        entry = stat_file(root, "requirements.txt", limits=LIMITS, label=label)
+    if entry is None:
+        return None
+    data = read_file(root, entry, limits=LIMITS, label=label)
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").read()
+
+
 def load_submission(path: str | Path, *, name: str | None = None) -> SubmissionProgram:
     """Validate the submission at ``path`` (folder or ``.py`` file) without running any of it."""
     given = Path(path)
-    if not given.exists():
+    label = str(given)
+    if _mode(given) is None:
         raise WorldForgeError(f"{given}: submission not found.")
-    root = given.parent if given.is_file() else given
-    only = given.name if given.is_file() else None
-    files = list_files(root) if only is None else [given]
-    total = 0
+    only = None if _is_folder(given) else given.name
+    root = given if only is None else given.parent
+    if only is None:
+        walked = _walk(root, label)
+    else:
+        single = stat_file(root, only, limits=LIMITS, label=label)
+        walked = [single] if single is not None else []
     entries: list[SubmissionFile] = []
     scans: dict[str, _Scan] = {}
-    for file in files:
-        rel = file.relative_to(root).as_posix()
-        data = file.read_bytes()
-        total += len(data)
-        if total > MAX_SUBMISSION_BYTES:
-            raise WorldForgeError(f"{root}: larger than {MAX_SUBMISSION_BYTES} bytes.")
+    for file in walked:
+        rel = file.path
+        data = read_file(root, file, limits=LIMITS, label=label)
         entries.append(SubmissionFile(rel, digest_bytes(data), len(data)))
         if rel.endswith(".py"):
-            scans[rel] = scan_source(
-                _read_python(file, f"{given}:{rel}" if only is None else str(given)), rel
-            )
-    label = str(given)
+            scans[rel] = scan_source(_decode_python(data, f"{given}:{rel}" if only is None else label), rel)
     loops = [(rel, cls) for rel, s in scans.items() for cls in s.trial_loops]
     packages = set().union(*(s.packages for s in scans.values())) if scans else set()
     if not loops:
@@ -289,8 +342,7 @@ def load_submission(path: str | Path, *, name: str | None = None) -> SubmissionP
     module, class_name = chosen
     prog_name = name or (root.name if only is None else given.stem)
     team_name = team if team and team != "logs" and "/" not in team else prog_name
-    req_path = root / "requirements.txt"
-    requirements = req_path.read_text(encoding="utf-8", errors="replace") if req_path.is_file() else None
+    requirements = _requirements(root, walked, only is None, label)
     return SubmissionProgram(
         name=prog_name,
         source=root,

@@ -72,6 +72,40 @@ def _int_option(options: Mapping[str, Any], key: str, default: int, low: int, hi
     return number
 
 
+def _bool_option(options: Mapping[str, Any], key: str) -> bool:
+    """A switch: absent means off; anything but a boolean is a typo worth stopping for (the string
+    ``"false"`` would otherwise turn it on)."""
+    value = options.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise WorldForgeError(f"--{key.replace('_', '-')}: expected true or false, got {value!r}.")
+    return value
+
+
+def _wheelhouse(value: Any) -> str | None:
+    """The folder of wheels submissions install from: absolute (the trials run elsewhere) and there
+    now, so a typo fails before any environment is built."""
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike) or not str(value).strip():
+        raise WorldForgeError(f"--wheelhouse: expected a folder path, got {value!r}.")
+    path = Path(value)
+    if not path.is_absolute():
+        raise WorldForgeError(f"--wheelhouse: expected an absolute path, got {str(value)!r}.")
+    if not path.is_dir():
+        raise WorldForgeError(f"--wheelhouse: {path} is not an existing folder.")
+    return str(path)
+
+
+def _index_url(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise WorldForgeError(f"index_url: expected a package index URL, got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class SuiteConfig:
     """The suite's options after validation (bad values fail before any model is called)."""
@@ -88,6 +122,9 @@ class SuiteConfig:
     cache_dir: Path | None
     chunk_size: int = CHUNK_SIZE
     options: dict[str, Any] = field(default_factory=dict)
+    #: Score submission replies the gateway never served (the rules forbid changing the reply, so
+    #: by default such a trial scores 0; this keeps the evidence and scores the text anyway).
+    keep_unserved_replies: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> SuiteConfig:
@@ -104,6 +141,11 @@ class SuiteConfig:
         if project is not None:  # .worldforge/config.yaml supplies defaults the flags override
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
+            if opts.get("index_url") is None and project.submissions.index_url:
+                opts["index_url"] = project.submissions.index_url
+        if opts.get("wheelhouse") is not None:
+            opts["wheelhouse"] = _wheelhouse(opts["wheelhouse"])
+        _index_url(opts.get("index_url"))
         if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
             check_base_urls(opts["openai_base_url"])
         cache = opts.get("cache_dir")
@@ -120,11 +162,15 @@ class SuiteConfig:
             cache_dir=Path(cache) if cache else None,
             chunk_size=_int_option(opts, "chunk_size", CHUNK_SIZE, 1, 10_000),
             options=opts,
+            keep_unserved_replies=_bool_option(opts, "keep_unserved_replies"),
         )
 
     def identity(self) -> dict[str, Any]:
-        """What enters the run's input digest (paths, workers and progress do not change results)."""
-        return {
+        """What enters the run's input digest (paths, workers and progress do not change results).
+
+        ``keep_unserved_replies`` changes scores, so it enters too, but only when on: a run that
+        leaves it off keeps the input digest it always had."""
+        identity: dict[str, Any] = {
             "programs": [{"name": p.name, "digest": p.digest} for p in self.programs],
             "letters": "".join(self.letters),
             "trials": self.trials,
@@ -133,6 +179,9 @@ class SuiteConfig:
             "seed": self.master_seed,
             "exact": self.exact,
         }
+        if self.keep_unserved_replies:
+            identity["keep_unserved_replies"] = True
+        return identity
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ item of its chunk, in the chunk's order, so records and digests are those of a s
 Models without a server pool (the built-in ``mock``, replays) keep generating in the caller's
 thread, in item order, exactly as before. Submission trials run on ``workers`` threads (each waits
 on its own sandboxed host). A trial that fails is a failed reply (recorded as a failed trial), never
-an exception that loses the chunk.
+an exception that loses the chunk; so is, by default, a submission reply the model never served
+(:mod:`.unserved`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from worldforge.suites.science_birds.config import ItemKey, SuiteConfig
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import reply_preview, screen_reply
 from worldforge.suites.science_birds.submissions import submission_item
+from worldforge.suites.science_birds.unserved import apply_rule
 
 #: One item to generate: its key, trial seed and input digest (as the runner queues them).
 Job = tuple[ItemKey, int, str]
@@ -150,7 +152,9 @@ class Generator:
         program = self.programs[key.program]
         if isinstance(program, SubmissionProgram):
             identity = self.model_identities.get(key.model)
-            return submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
+            value = submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
+            # The competition's rule on the reply, after the cache (which holds what was returned).
+            return apply_rule(value, keep=self.config.keep_unserved_replies)
         prompts = program.prompts_for(key.letter)
         options = {"target_character": key.letter, "trial_seed": seed}
         gen_input = digest_payload(

@@ -15,6 +15,8 @@ from worldforge.core.canonical import canonical_json_text, pretty_json
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 from worldforge.pcg.scoring.report import official_files
 from worldforge.suites.science_birds.scores import CohortScores
+from worldforge.suites.science_birds.unserved import SECTION as UNSERVED_SECTION
+from worldforge.suites.science_birds.unserved import unserved_counts, unserved_section
 
 #: What the baseline comparison says when there is nothing to compare with (a sentence, not an
 #: empty table, so that the reader learns why no winner is declared).
@@ -38,6 +40,7 @@ def result_rows(
     """One row per (model, program): the values that become :class:`EvaluationResult` objects."""
     rows = []
     for ms in scores.models:
+        unserved = unserved_counts(records, programs, ms.model)
         for prog in programs:
             mine = [r for r in records.values() if r["model"] == ms.model and r["program"] == prog.name]
             ok = [r for r in mine if r.get("status") == "ok"]
@@ -69,6 +72,7 @@ def result_rows(
                         "failures_by_stage": dict(sorted(by_stage.items())),
                         "prompt_length": prog.prompt_length(),
                         "program_digest": prog.digest,
+                        **({"unserved_replies": unserved[prog.name]} if unserved is not None else {}),
                     },
                 }
             )
@@ -81,10 +85,14 @@ def build_sections(
     programs: Sequence[Program],
     letters: Sequence[str],
     measurement: Mapping[str, Any],
+    *,
+    keep_unserved: bool = False,
 ) -> dict[str, Any]:
-    """Ranking, per-letter table, weights, baseline comparison, galleries, worst levels."""
+    """Ranking, per-letter table, weights, baseline comparison, galleries, worst levels; with
+    submissions, the replies the model never served (a ranking column and their own section)."""
     models = [ms.model for ms in scores.models]
     length = {p.name: p.prompt_length() for p in programs}
+    unserved = unserved_counts(records, programs)
     ranking = []
     for name in sorted(scores.totals, key=lambda p: (-scores.totals[p], p)):
         row: dict[str, Any] = {
@@ -104,6 +112,8 @@ def build_sections(
             prompt_length=length[name],
             winner=name in scores.winners,
         )
+        if unserved is not None:
+            row["unserved_replies"] = unserved[name]
         ranking.append(row)
 
     per_letter = []
@@ -254,6 +264,8 @@ def build_sections(
         "description": f"{len(failures)} trial(s) produced no level.",
         "rows": failures,
     }
+    if unserved is not None:
+        sections[UNSERVED_SECTION] = unserved_section(records, keep_unserved)
     missing = []
     for ms in scores.models:
         for entry in getattr(ms.official, "missing", None) or []:
@@ -282,13 +294,16 @@ def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
+def official_artifacts(
+    scores: CohortScores, unserved: Mapping[str, int] | None = None, keep_unserved: bool = False
+) -> dict[str, str | bytes]:
     """The official result files per model plus the combined ranking.
 
     ``science-birds/<model>/result/{constants.json, trial_scores.csv, character_scores.csv,
     prompt_scores_ranks.csv}`` in the official formats (one competition folder per model, as the
     2025 edition scored each model separately), and ``science-birds/ranking.json`` with the totals
-    over models, normalised scores, ranks and the tie-break decision.
+    over models, normalised scores, ranks and the tie-break decision; with submissions
+    (``unserved`` per program), also their unserved replies and whether they were scored.
     """
 
     out: dict[str, str | bytes] = {}
@@ -298,18 +313,20 @@ def official_artifacts(scores: CohortScores) -> dict[str, str | bytes]:
             out[f"science-birds/{slug}/result/{name}"] = text
     if scores.combined is not None and scores.ranking is not None:
         ar = scores.combined.arithmetic
-        out["science-birds/ranking.json"] = pretty_json(
-            {
-                "models": list(scores.combined.models),
-                "per_model": {
-                    p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()
-                },
-                "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
-                "normalized": {p: ar.text(v) for p, v in scores.combined.normalized.items()},
-                "competition": ar.text(scores.combined.competition),
-                "ranking": scores.ranking.to_dict(ar),
-            }
-        )
+        ranking: dict[str, Any] = {
+            "models": list(scores.combined.models),
+            "per_model": {
+                p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()
+            },
+            "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
+            "normalized": {p: ar.text(v) for p, v in scores.combined.normalized.items()},
+            "competition": ar.text(scores.combined.competition),
+            "ranking": scores.ranking.to_dict(ar),
+        }
+        if unserved is not None:
+            ranking["unserved_replies"] = dict(unserved)
+            ranking["keep_unserved_replies"] = keep_unserved
+        out["science-birds/ranking.json"] = pretty_json(ranking)
     return out
 
 

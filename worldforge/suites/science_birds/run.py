@@ -31,6 +31,7 @@ from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.execution.local import start_pool
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program
+from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
 from worldforge.providers.mock import MockProvider
 from worldforge.providers.mock_letters import letter_program_lines, prime
@@ -241,7 +242,11 @@ class ItemRunner:
         for key in keys:
             program = self.programs[key.program]
             seed = trial_seed(self.config.master_seed, key.program, key.letter, key.trial)
-            digest = item_input_digest(key, program, seed, self.model_identities.get(key.model), context)
+            item_context = context
+            if self.config.keep_unserved_replies and isinstance(program, SubmissionProgram):
+                item_context = {**context, "keep_unserved_replies": True}  # it changes the record
+            identity = self.model_identities.get(key.model)
+            digest = item_input_digest(key, program, seed, identity, item_context)
             prior_record = _unwrap_record(done.get(key.item_id))
             if prior_record is not None and prior_record.get("input_digest") == digest:
                 records[key.item_id] = prior_record
@@ -415,13 +420,17 @@ class ItemRunner:
             "sta": 0.0,
             "sim": 0.0,
         }
-        if reply is None:
+        if reply is None or gen.get("error") is not None:
+            # No reply, or one the rules do not score (kept whole, with its digest, as evidence).
             record.update(failed_stage="generate", error=gen.get("error"))
+            outcome: dict[str, Any] = {"error": gen.get("error")}
             if gen.get("reply_preview") is not None:
                 record["reply_preview"] = gen["reply_preview"]
                 record["reply_digest"] = gen.get("reply_digest")
+            elif reply is not None:
+                record["reply_digest"] = outcome["reply"] = digest_text(reply)
             stages["generate"] = {
-                "digest": digest_payload({"error": gen.get("error")}),
+                "digest": digest_payload(outcome),
                 **self._generate_stage_meta(key, gen),
             }
             return record

@@ -29,14 +29,16 @@ from worldforge.execution.environments import (
     require_package,
     submission_environment,
 )
+from worldforge.execution.files import copy_tree
 from worldforge.execution.sandbox import (
     HostSpec,
     TrialLimits,
     TrialPool,
-    UnixRelay,
-    bubblewrap_status,
+    remove_stale,
     resolve_isolation,
+    sandbox_notes,
 )
+from worldforge.gateway.exchange import served_digest
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.suites.science_birds.stage_cache import StageCache
@@ -65,12 +67,15 @@ def limits_for(program: SubmissionProgram, options: Mapping[str, Any]) -> TrialL
 
 
 def stage_files(program: SubmissionProgram) -> Path:
-    """A private copy of exactly the submission's files (the sandbox binds it read-only)."""
+    """A private copy of exactly the submission's files (the sandbox binds it read-only): read
+    without following links, each checked against the digest it was loaded with."""
     folder = Path(tempfile.mkdtemp(prefix="wf-submission-"))
-    for entry in program.files:
-        target = folder / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(program.source / entry.path, target)
+    folder.chmod(0o755)  # read by the sandbox's unprivileged uid
+    try:
+        copy_tree(program.files, program.source, folder, label=str(program.source))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 
@@ -102,7 +107,12 @@ def prepare(
         try:
             require_package(program.package, str(program.source))
             env = submission_environment(
-                program.requirements, install=install, cache_root=root, where=str(program.source)
+                program.requirements,
+                install=install,
+                cache_root=root,
+                where=str(program.source),
+                index_url=options.get("index_url"),
+                wheelhouse=options.get("wheelhouse"),
             )
         except WorldForgeError as exc:
             if single:
@@ -134,11 +144,13 @@ class SubmissionTrials:
         requested = str(options.get("sandbox") or "auto")
         if requested not in ("auto", "bubblewrap", "process"):
             raise WorldForgeError(f"--sandbox: expected auto, bubblewrap or process, got {requested!r}.")
-        # Probing bwrap starts a process: only runs with submissions pay for it.
+        # Probing bwrap starts a process: only runs with submissions pay for it. Fails closed:
+        # no working sandbox is a usage error unless --sandbox process was asked for.
         self.isolation = resolve_isolation(requested) if self.programs else "none"
+        if self.isolation == "bubblewrap":
+            remove_stale()
         self._pools: dict[str, TrialPool] = {}
         self._staged: list[Path] = []
-        self._relay: UnixRelay | None = None
         self._lock = threading.Lock()
         self._failed_start: dict[str, str] = {}
 
@@ -147,10 +159,8 @@ class SubmissionTrials:
 
     def describe(self) -> dict[str, Any]:
         """Provenance: which isolation ran and with what (never digested)."""
-        ok, detail = bubblewrap_status()
         return {
-            "isolation": self.isolation,
-            "sandbox": detail if self.isolation == "bubblewrap" else f"none ({detail})",
+            **sandbox_notes(self.isolation),
             "programs": {
                 name: {
                     "package": p.package,
@@ -166,11 +176,11 @@ class SubmissionTrials:
     def start(self) -> None:
         """Note the isolation in the run (warning once without a sandbox); pools start lazily,
         on the first trial, once the gateway listens."""
-        if self.isolation != "bubblewrap" and "process" not in _warned:
+        if self.isolation == "process" and "process" not in _warned:
             _warned.add("process")
-            _, detail = bubblewrap_status()
             warnings.warn(
-                f"submission trials run without a sandbox ({detail}); only process limits apply.",
+                "submission trials run without a sandbox (--sandbox process): only process limits "
+                "apply; this is no security boundary.",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -184,8 +194,6 @@ class SubmissionTrials:
                 return pool
             if program.name in self._failed_start:
                 raise WorldForgeError(self._failed_start[program.name])
-            if self.isolation == "bubblewrap" and self._relay is None:
-                self._relay = UnixRelay(port)
             staged = stage_files(program)
             self._staged.append(staged)
             hidden = tuple(str(p) for p in [getattr(self.run, "workspace_dir", None)] if p is not None)
@@ -198,7 +206,6 @@ class SubmissionTrials:
                 limits=limits_for(program, self.options),
                 isolation=self.isolation,
                 gateway_port=port,
-                relay_socket=self._relay.path if self._relay is not None else None,
                 hidden=hidden,
             )
             try:
@@ -266,11 +273,21 @@ class SubmissionTrials:
             "submission": {"outcome": answer.get("outcome")},
         }
         outcome = answer.get("outcome")
+        if route.over_budget and outcome in ("reply", "no_output", "error"):
+            # The package raises its ValueError once the counted total passes the limit; the
+            # gateway's count holds whatever the program did with that error or with the reply.
+            answer = {
+                **answer,
+                "outcome": "no_output",
+                "reason": f"Prompt token limit exceeded. {route.exceeded_at} > {route.max_tokens}",
+            }
+            outcome = "no_output"
+            result["submission"] = {"outcome": outcome, "over_budget": True}
         if outcome == "reply" and isinstance(answer.get("reply"), str):
             # The rules forbid changing the model's reply before it is returned; the evidence says
-            # whether the returned text is one of the choices the gateway served to this trial.
-            served_texts = {c for e in exchanges for c in (e.get("response") or {}).get("choices") or []}
-            result["submission"]["reply_is_model_output"] = answer["reply"] in served_texts
+            # whether the returned text is byte-equal to a choice the gateway served to this trial.
+            is_served = served_digest(answer["reply"]) in route.served
+            result["submission"]["reply_is_model_output"] = is_served
             return {**result, "reply": answer["reply"], "error": None}
         reason = sanitize_text(str(answer.get("reason") or "no reason given"))
         if answer.get("where"):
@@ -291,9 +308,6 @@ class SubmissionTrials:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
         for folder in self._staged:
             shutil.rmtree(folder, ignore_errors=True)
         self._staged = []

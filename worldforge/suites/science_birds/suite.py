@@ -11,7 +11,9 @@ options=...)``): ``programs`` (built-in names or folders; default both baselines
 (default 10), ``characters`` (default A–Z), ``classifier`` (id or folder; default bundled),
 ``workers``, ``diversity_vector`` (softmax|embedding), ``seed`` (master seed, default 42),
 ``ollama_host``, ``openai_base_url``, ``executor`` (local|ray), ``ray_address``,
-``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``;
+``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``; for submissions ``no_install``,
+``sandbox``, ``wheelhouse``, ``index_url`` and ``keep_unserved_replies`` (score replies the model
+never served, which the rules score 0: :mod:`.unserved`);
 ``replay`` (a recorded run directory or :class:`~worldforge.gateway.ReplaySource`: answer every
 request from its exchanges) and ``gateway`` (``False`` calls the providers directly, unrecorded;
 kept for benchmarking the gateway's cost).
@@ -60,6 +62,12 @@ from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import module_version, stage_versions
 from worldforge.suites.science_birds.submissions import SubmissionTrials
 from worldforge.suites.science_birds.submissions import prepare as prepare_submissions
+from worldforge.suites.science_birds.unserved import (
+    has_submissions,
+    provenance_note,
+    treatment,
+    unserved_counts,
+)
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -308,7 +316,12 @@ def _evaluate_with(
         "arithmetic": "exact-decimal" if config.exact else "float64",
         "models": identities,
     }
-    sections = build_sections(scores, records, config.programs, config.letters, measurement)
+    if has_submissions(config.programs):  # a run without submissions keeps its payload as it was
+        measurement["unserved_replies"] = treatment(config.keep_unserved_replies)
+    keep = config.keep_unserved_replies
+    sections = build_sections(
+        scores, records, config.programs, config.letters, measurement, keep_unserved=keep
+    )
     rows = result_rows(scores, records, config.programs)
     results = [
         EvaluationResult(
@@ -322,7 +335,7 @@ def _evaluate_with(
         )
         for row in rows
     ]
-    extra = official_artifacts(scores)
+    extra = official_artifacts(scores, unserved_counts(records, config.programs), keep)
     extra.update(sorted(runner.images.items()))  # per-item images (a run workspace already has them)
     state.add("score_and_report", time.perf_counter() - t0)
 
@@ -357,7 +370,9 @@ def _evaluate_with(
         runtime_manifests={k: v for k, v in manifests.items() if v is not None},
         dataset_manifests=dataset_refs,
         event_count=int(getattr(forge, "event_count", 0) or 0) - events_before,
-        notes=f"{len(records)} items; {failed} failed trials" + _isolation_note(submissions),
+        notes=f"{len(records)} items; {failed} failed trials"
+        + _isolation_note(submissions)
+        + provenance_note(records, config.programs, keep),
     )
 
     report = EvaluationReport(
@@ -382,7 +397,8 @@ def _isolation_note(submissions: SubmissionTrials | None) -> str:
     if not submissions:
         return ""
     info = submissions.describe()
-    return f"; submission trials isolated by {info['isolation']}: {info['sandbox']}"
+    detail = info.get("sandbox") or info.get("boundary") or "no details"
+    return f"; submission trials isolated by {info['isolation']}: {detail}"
 
 
 #: Options that map to ``worldforge eval`` flags (used for rerun commands in the failure gallery).
@@ -401,6 +417,7 @@ CLI_OPTION_KEYS = (
     "max_connections",
     "no_install",
     "sandbox",
+    "keep_unserved_replies",
 )
 
 
