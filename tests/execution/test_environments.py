@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
+from tests.sandboxing import require_sandbox
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution import environments
-from worldforge.execution.confine import Confinement, bubblewrap_status, confine_command, python_paths
+from worldforge.execution.confine import Confinement, confine_command, python_paths
 from worldforge.execution.environments import (
     SubmissionEnvironment,
     environment_key,
@@ -48,12 +49,7 @@ NO_WHEEL = "has no wheel for this Python"
 @pytest.fixture
 def sandboxed() -> None:
     """Real installs need bubblewrap: skipped where it is missing, a failure on CI."""
-    usable, detail = bubblewrap_status()
-    if usable:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"bubblewrap is required on CI: {detail}")
-    pytest.skip(f"bubblewrap is not usable here: {detail}")
+    require_sandbox()
 
 
 @pytest.fixture

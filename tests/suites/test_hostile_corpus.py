@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.sandboxing import require_sandbox
+from worldforge.core.digests import digest_payload
 from worldforge.execution import cgroups
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway
@@ -421,3 +422,44 @@ host.run({{"token": "t", "team": "loop", "letter": "A", "trial": 1, "model": "m"
 
     assert group_name in remove_stale()
     assert not procs.parent.exists()
+
+
+@pytest.mark.slow
+def test_other_teams_records_are_the_same_with_the_attackers_in_the_field(tmp_path: Path) -> None:
+    """The whole field through ``eval``: attackers beside an honest team change the cohort (its
+    digest, weights and normalized scores), never the rest of the honest team's item records
+    (replies, exchanges, stage results)."""
+    require_sandbox()
+    from typer.testing import CliRunner
+
+    from worldforge.cli.app import app
+
+    honest = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "llms4pcg-zero-shot"
+    attackers = [
+        _attacker(tmp_path / "field", name, body, **params)
+        for name, body, params in (
+            ("signals", SIGNAL_HOST, {}),
+            ("channel", CHANNEL, {}),
+            ("state", LEAVE_STATE, {}),
+            ("overspend", OVERSPEND, {}),
+            ("file", REPLY_FILE, {}),
+            ("stall", STALL, {"stall": 3}),
+        )
+    ]
+
+    def run(workspace: Path, programs: list[Path]) -> dict[str, str]:
+        args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "AB", "--trials", "2",
+                "--sandbox", "bubblewrap", "--no-install", "--run-workspace", str(workspace)]  # fmt: skip
+        for program in programs:
+            args += ["--program", str(program)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        (run_dir,) = (workspace / "runs").iterdir()
+        items = [json.loads(p.read_text()) for p in sorted((run_dir / "items").glob("*.json"))]
+        # The cohort (which programs ran beside it) is named in each record; all else must match.
+        return {i["item_id"]: digest_payload({**i["record"], "cohort_digest": None}) for i in items}
+
+    alone = run(tmp_path / "alone", [honest])
+    field = run(tmp_path / "field-ws", [honest, *attackers])
+    assert len(alone) == 4 and {k: field[k] for k in alone} == alone
+    assert len(field) == 4 * (1 + len(attackers))

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from worldforge.execution.confine import bubblewrap_status
+from tests.sandboxing import require_sandbox
 from worldforge.execution.sandbox import HostSpec, TrialHost, TrialLimits
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway
@@ -138,14 +138,15 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-ISOLATIONS = ["process", pytest.param("bubblewrap", marks=pytest.mark.skipif(
-    not bubblewrap_status()[0], reason="bubblewrap is not usable here"))]  # fmt: skip
+ISOLATIONS = ["process", "bubblewrap"]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     isolation: str, tmp_path: Path, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if isolation == "bubblewrap":
+        require_sandbox()
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("WF_TEST_CREDENTIAL", SECRET)
     folder = _hostile(tmp_path)
@@ -204,6 +205,8 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_hosts_outlive_the_thread_that_started_them(isolation: str, tmp_path: Path, gateway: Gateway) -> None:
     """Hosts start lazily on a generation thread; the next chunk's threads must still find them."""
+    if isolation == "bubblewrap":
+        require_sandbox()
     trials = _trials(_hostile(tmp_path), isolation, tmp_path)
     try:
         first: list[dict[str, Any]] = []
@@ -227,6 +230,8 @@ def test_a_host_whose_evaluator_is_gone_stops_its_running_trial(
 ) -> None:
     """The evaluator died mid-trial (its end of the host's stdin closed): the host must not wait
     for the trial's wall-clock limit, and nothing of the sandbox may survive."""
+    if isolation == "bubblewrap":
+        require_sandbox()
     folder = _hostile(tmp_path)
     folder.chmod(0o755)
     spec = HostSpec(sys.executable, "llms4pcg", folder, "main.py", "Hostile", TrialLimits(wall_seconds=120),
@@ -250,3 +255,20 @@ def test_a_host_whose_evaluator_is_gone_stops_its_running_trial(
         assert _processes_mentioning(str(folder)) == []
     finally:
         host.close()
+
+
+def test_a_host_that_cannot_start_says_why(tmp_path: Path, gateway: Gateway) -> None:
+    """A start failure carries the last lines the sandbox printed, not just "it exited"."""
+    require_sandbox()
+    from worldforge.core.errors import WorldForgeError
+
+    folder = tmp_path / "team"
+    folder.mkdir()
+    folder.chmod(0o755)
+    spec = HostSpec("/nonexistent/bin/python3", "llms4pcg", folder, "main.py", "X", TrialLimits(),
+                    "bubblewrap", gateway.port)  # fmt: skip
+    with pytest.raises(WorldForgeError) as caught:
+        TrialHost(spec)
+    message = str(caught.value)
+    assert "the trial host did not start: it exited before it was ready (stderr: " in message
+    assert "/nonexistent/bin/python3" in message and "No such file or directory" in message

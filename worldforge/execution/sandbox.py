@@ -363,10 +363,14 @@ class TrialHost:
         ready = self._read_line(_READY_SECONDS)
         if not isinstance(ready, dict) or not ready.get("ready"):
             reason = ready.get("reason") if isinstance(ready, dict) else None
+            if self.alive():
+                self.kill()
+            self.proc.wait()
+            tail = self.stderr_tail()
             self.close()
             raise WorldForgeError(
                 f"{spec.source}: the trial host did not start: {reason or 'it exited before it was ready'}"
-                + self.stderr_tail()
+                + tail
             )
 
     def stderr_tail(self) -> str:

@@ -6,18 +6,21 @@ Started by :mod:`worldforge.execution.sandbox` as ``python -I -B trial_host.py C
 1. imports the competition package and ``openai`` once (about a second on a small machine: this
    is why trials are forked from a warm host instead of started cold), and warms the values the
    OpenAI client would otherwise compute by running ``uname -p`` inside a trial;
-2. when the sandbox has no network of its own but loopback, forks a relay that forwards
-   ``127.0.0.1:<port>`` inside the sandbox to the gateway's unix socket bound into it;
-3. reads one JSON request per line on stdin and, for each, copies the read-only submission into a
-   fresh private folder, forks a child that runs exactly one trial there, enforces the wall-clock,
-   memory and output limits, removes every file and process the trial left, and answers one JSON
-   line on stdout.
+2. in a sandbox (no network of its own but loopback), forks a relay that forwards
+   ``127.0.0.1:<port>`` to the host's own gateway socket bound into it, and stops being dumpable
+   (its ``/proc`` files, pipes and memory, are closed to the trials, which share its uid);
+3. reads one JSON request per line on stdin and, for each, forks a setup process that gives the
+   trial user, PID, IPC and mount namespaces of its own with a fresh, sized ``/tmp`` and
+   ``/dev/shm`` (in a sandbox), copies the read-only submission there, and forks the namespace's
+   first process, which forks the trial (with every capability dropped). The host enforces the
+   wall-clock and output limits, kills whatever is left, and answers one JSON line on stdout.
 
-The child builds the package's ``TrialContext`` as ``run_evaluation`` does and calls the package's
-own trial function, so outcomes are the package's: a reply file written, no file after a
-``TimeoutError``/``ValueError``, or an exception. The host never imports the submission itself.
-Every submission module is imported only in a child, and a child's module state and files die
-with it, so no trial can see another's.
+The trial cannot see or signal the host: the host has no pid in the trial's namespace, and when
+the trial's first process ends the kernel kills every process left in it. The trial builds the
+package's ``TrialContext`` as ``run_evaluation`` does and calls the package's own trial function;
+the reply is ``run()``'s return value as the package writes it (a file the program wrote itself is
+not a reply). The host never imports the submission itself: every submission module is imported
+only in a trial process, and its module state and files die with it.
 """
 
 from __future__ import annotations

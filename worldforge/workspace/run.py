@@ -143,6 +143,20 @@ class Run:
             self._inputs[name] = entry
             self._write_manifest()
 
+    def add_input_digest(self, name: str, path: str | Path, digest: str, size: int) -> str:
+        """Record a file input already read and digested elsewhere (an untrusted folder read by
+        the safe walker): the path is not opened again, so a link swapped in since is never followed."""
+        self._set_input(
+            {
+                "name": name,
+                "kind": "file",
+                "digest": digest,
+                "size": int(size),
+                "path": portable_path(Path(path)),
+            }
+        )
+        return digest
+
     def add_input_file(self, name: str, path: str | Path) -> str:
         """Record a file input by the digest of its raw bytes; returns the digest."""
         file_path = Path(path)

@@ -136,7 +136,8 @@ def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) 
         if isinstance(prog, SubmissionProgram):
             # One input per file, so ``runs diff`` names the file that changed.
             for entry in prog.files:
-                run.add_input_file(f"program:{prog.name}/{entry.path}", prog.source / entry.path)
+                name = f"program:{prog.name}/{entry.path}"
+                run.add_input_digest(name, prog.source / entry.path, entry.digest, entry.size)
             run.add_input_value(
                 f"program:{prog.name}#submission",
                 {k: v for k, v in prog.identity().items() if k != "files"},
@@ -145,7 +146,7 @@ def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) 
         for turn in prog.turns:
             name = f"program:{prog.name}/prompts/{turn.file}"
             path = prog.source / "prompts" / turn.file if prog.source is not None else None
-            if path is not None and path.is_file():
+            if path is not None and path.is_file() and not path.is_symlink():
                 run.add_input_file(name, path)
             else:
                 run.add_input_value(name, turn.text)
@@ -398,7 +399,8 @@ def _isolation_note(submissions: SubmissionTrials | None) -> str:
         return ""
     info = submissions.describe()
     detail = info.get("sandbox") or info.get("boundary") or "no details"
-    return f"; submission trials isolated by {info['isolation']}: {detail}"
+    extra = "".join(f"; {info[k]}" for k in ("uid", "limits") if info.get(k))
+    return f"; submission trials isolated by {info['isolation']}: {detail}{extra}"
 
 
 #: Options that map to ``worldforge eval`` flags (used for rerun commands in the failure gallery).
