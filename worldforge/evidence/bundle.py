@@ -9,7 +9,8 @@ A bundle is a directory (optionally also a zip) with:
   run's own record (never from the bundling process's current directory);
 * ``inputs/…`` and ``budgets/…`` — the input fixtures the runs read (when unchanged since the run)
   and each benchmark run's preset and budget (see :mod:`worldforge.evidence.inputs`);
-* ``summary.md`` (and ``issue.md`` for a single-run issue bundle);
+* ``summary.md`` (and ``issue.md`` for a single-run issue bundle), which state the bundle gate's
+  verdict: they are written once the gate has scanned everything else, then scanned themselves;
 * ``evidence_manifest.json`` — every file with source and bundled sha256 (the source digest is
   withheld for a file the bundle holds redacted: see :mod:`worldforge.evidence.withhold`), size, included,
   safe_to_attach and reason, the redaction ledger (rule, file, line, count — never the secret),
@@ -40,7 +41,14 @@ from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_value, sanitize_with_ledger
 from worldforge.evidence.detect import KnownValues
 from worldforge.evidence.files import clean_file, rerender_reports
-from worldforge.evidence.gate import GateFinding, gate_record, scan_bundle_dir, scan_zip
+from worldforge.evidence.gate import (
+    GateFinding,
+    flag_files,
+    gate_record,
+    scan_bundle_dir,
+    scan_files,
+    scan_zip,
+)
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.evidence.withhold import WITHHELD, strip_digests, withhold
@@ -321,74 +329,126 @@ def build_bundle(
             else:
                 builder.add_excluded(copy.bundle_path, copy.source, copy.kind, copy.data, copy.reason)
     withheld = builder.withhold_oracles()
-    source_date = _source_date(manifests)
-    summary = summary_md(stories, builder.files, builder.redactions, source_date, fixture_digests)
-    generated = [("summary.md", summary)]
-    if issue:
-        generated.append(("issue.md", issue_md(stories[0], builder.files, builder.redactions)))
-    for name, raw_text in generated:
-        text, ledger = sanitize_with_ledger(raw_text, name)
-        builder.redactions.extend(entry.to_dict() for entry in ledger)
-        data = strip_digests(text.encode("utf-8"), withheld)
-        (out / name).write_bytes(data)
-        builder.written[name] = data
-        record = _not_included(name, "generated", "summary", data)
-        record.update(included=True, safe_to_attach=True, sha256=digest_bytes(data), size=len(data))
-        builder.files.append({**record, "reason": "generated from sanitized run metadata"})
-    files = sorted(builder.files, key=lambda r: r["path"])
-    included = [f for f in files if f["included"]]
-    manifest_payload: dict[str, Any] = {
-        "schema_version": EVIDENCE_SCHEMA_VERSION,
-        "bundle_kind": "issue-run" if issue else "evidence",
-        "source_date": source_date,
-        "sanitizer": SANITIZER_VERSION,
-        "run_count": len(stories),
-        "runs": stories,
-        "files": files,
-        "redactions": sorted(builder.redactions, key=lambda r: (r["file"], r["line"], r["rule"])),
-        "fixture_digests": fixture_digests,
-        "included_count": len(included),
-        "excluded_count": len(files) - len(included),
-        "redaction_count": sum(r["count"] for r in builder.redactions),
-        "safe_to_attach": all(f["safe_to_attach"] for f in included),
-        "bundle_digest": digest_payload([[f["path"], f["sha256"]] for f in included]),
-    }
-    if issue:
-        manifest_payload["issue_template"] = "issue.md"
-        manifest_payload["first_triage_step"] = stories[0]["first_triage_step"]
-    manifest_payload = sanitize_value(manifest_payload)  # the manifest leaves the machine too
-    if withheld:  # the fixture list names input files by digest, redacted copies included
-        manifest_payload = json.loads(strip_digests(pretty_json(manifest_payload).encode("utf-8"), withheld))
-    atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
+    texts = _Texts(stories, fixture_digests, _source_date(manifests), issue, withheld)
     known = KnownValues.from_environment()
-    findings = scan_bundle_dir(out, known, builder.written)
-    _apply_gate(manifest_payload, findings, len(included) + 1)
-    atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
+    # The gate first scans what was copied, so that summary.md, issue.md and the manifest can state
+    # its verdict; they are then scanned in turn (``_settle``).
+    manifest_payload, findings = _settle(
+        out, builder, texts, scan_bundle_dir(out, known, builder.written), known
+    )
     if final.exists():
         shutil.rmtree(final)
     os.replace(out, final)
     zip_path = None
     if make_zip and manifest_payload["safe_to_attach"]:
-        zip_path = write_zip(final, source_date)
+        zip_path = write_zip(final, texts.source_date)
         zip_findings = scan_zip(zip_path, known)
         if zip_findings:  # fail closed: no zip that the detector objects to is left behind
             zip_path.unlink()
             zip_path = None
-            _apply_gate(manifest_payload, findings + zip_findings, len(included) + 1)
-            atomic_write_bytes(final / EVIDENCE_MANIFEST, pretty_json(manifest_payload).encode("utf-8"))
+            refused = sorted(set(findings) | set(zip_findings))
+            manifest_payload, findings = _settle(final, builder, texts, refused, known)
     return BundleResult(final, manifest_payload, zip_path)
 
 
-def _apply_gate(manifest: dict[str, Any], findings: list[GateFinding], scanned: int) -> None:
-    """Record the gate's verdict: flagged files and the bundle become unsafe to attach."""
-    flagged = {f.file for f in findings}
-    for record in manifest["files"]:
-        if record["path"] in flagged:
-            record["safe_to_attach"] = False
-            record["reason"] = "flagged by the bundle gate: " + str(record.get("reason") or "")
-    manifest["gate"] = gate_record(findings, scanned)
-    if findings:
-        manifest["safe_to_attach"] = False
+@dataclass(frozen=True)
+class _Texts:
+    """What the generated texts and the manifest say besides the gate's verdict."""
+
+    stories: list[dict[str, Any]]
+    fixture_digests: list[dict[str, Any]]
+    source_date: str | None
+    issue: bool
+    withheld: set[str]
+
+
+#: Rounds of writing the texts and scanning them before the findings so far are taken as final.
+_SETTLE_ROUNDS = 3
+
+
+def _settle(
+    out: Path, builder: _Builder, texts: _Texts, findings: list[GateFinding], known: KnownValues
+) -> tuple[dict[str, Any], list[GateFinding]]:
+    """Write summary.md, issue.md and the manifest stating the verdict the gate reaches on all of them.
+
+    ``findings`` are the gate's findings on everything else. The texts are scanned after they are
+    written, and a finding in them (a flagged file's name, say) is a finding of the bundle: they are
+    written again stating it. Findings only accumulate, so a refused bundle never reads as safe; if
+    a text still changes what is found after the last round, the manifest lists every finding and
+    the texts, which already say the bundle is refused, point to it.
+    """
+    for _ in range(_SETTLE_ROUNDS):
+        payload, written = _write_verdict(out, builder, texts, findings)
+        settled = sorted(set(findings) | set(scan_files(written, known)))
+        if settled == findings:
+            break
+        findings = settled
+    else:
+        payload.update(files=flag_files(payload["files"], findings), safe_to_attach=False)
+        payload["gate"] = gate_record(findings, payload["gate"]["scanned_files"])
+    atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(payload).encode("utf-8"))
+    return payload, findings
+
+
+def _write_verdict(
+    out: Path, builder: _Builder, texts: _Texts, findings: list[GateFinding]
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Write summary.md (and issue.md) and the manifest as the verdict ``findings`` give.
+
+    Returns the manifest, with its ``gate`` record added after the manifest was written without it
+    (the detector scans that written form), and the bytes written, which the gate has not scanned.
+    """
+    files = flag_files(builder.files, findings)
+    names = ["summary.md", "issue.md"] if texts.issue else ["summary.md"]
+    gate = gate_record(findings, sum(1 for f in files if f["included"]) + len(names) + 1)
+    raw_texts = [
+        summary_md(
+            texts.stories, files, builder.redactions, texts.source_date, texts.fixture_digests, gate=gate
+        )
+    ]
+    if texts.issue:
+        raw_texts.append(issue_md(texts.stories[0], files, builder.redactions, gate=gate))
+    redactions = list(builder.redactions)
+    written: dict[str, bytes] = {}
+    generated = []
+    for name, raw_text in zip(names, raw_texts, strict=True):
+        text, ledger = sanitize_with_ledger(raw_text, name)
+        redactions.extend(entry.to_dict() for entry in ledger)
+        data = strip_digests(text.encode("utf-8"), texts.withheld)
+        (out / name).write_bytes(data)
+        written[name] = data
+        record = _not_included(name, "generated", "summary", data)
+        record.update(included=True, safe_to_attach=True, sha256=digest_bytes(data), size=len(data))
+        generated.append({**record, "reason": "generated from sanitized run metadata"})
+    files = sorted(files + flag_files(generated, findings), key=lambda r: r["path"])
+    included = [f for f in files if f["included"]]
+    payload: dict[str, Any] = {
+        "schema_version": EVIDENCE_SCHEMA_VERSION,
+        "bundle_kind": "issue-run" if texts.issue else "evidence",
+        "source_date": texts.source_date,
+        "sanitizer": SANITIZER_VERSION,
+        "run_count": len(texts.stories),
+        "runs": texts.stories,
+        "files": files,
+        "redactions": sorted(redactions, key=lambda r: (r["file"], r["line"], r["rule"])),
+        "fixture_digests": texts.fixture_digests,
+        "included_count": len(included),
+        "excluded_count": len(files) - len(included),
+        "redaction_count": sum(r["count"] for r in redactions),
+        "safe_to_attach": not findings and all(f["safe_to_attach"] for f in included),
+        "bundle_digest": digest_payload([[f["path"], f["sha256"]] for f in included]),
+    }
+    if texts.issue:
+        payload["issue_template"] = "issue.md"
+        payload["first_triage_step"] = texts.stories[0]["first_triage_step"]
+    payload = sanitize_value(payload)  # the manifest leaves the machine too
+    if texts.withheld:  # the fixture list names input files by digest, redacted copies included
+        payload = json.loads(strip_digests(pretty_json(payload).encode("utf-8"), texts.withheld))
+    data = pretty_json(payload).encode("utf-8")
+    atomic_write_bytes(out / EVIDENCE_MANIFEST, data)
+    written[EVIDENCE_MANIFEST] = data
+    payload["gate"] = gate
+    return payload, written
 
 
 def _zip_date(source_date: str | None) -> tuple[int, int, int, int, int, int]:

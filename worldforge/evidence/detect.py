@@ -7,7 +7,8 @@ way secret scanners such as gitleaks organise theirs:
 
 * ``provider-token`` — tokens whose vendor prefix says what they are (AWS, GitHub, GitLab, Slack,
   Stripe, OpenAI, Anthropic, Hugging Face, Google, npm, PyPI, SendGrid, Twilio, Shopify,
-  DigitalOcean, Databricks, JWTs);
+  DigitalOcean, Databricks, JWTs), and a bare AWS secret access key by its shape alone
+  (:mod:`worldforge.evidence.detect_shapes`);
 * ``generic-keyword`` — a secret-sounding name (password, token, api_key, cookie …) followed by a
   value that looks generated: long enough and either mixed letters and digits or of high Shannon
   entropy, so ``token_budget: 25000`` and ``password: optional`` pass;
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, quote_plus
 
 from worldforge.evidence.detect_forms import client_findings, form_findings
+from worldforge.evidence.detect_shapes import bare_key_findings
 
 DETECTOR_VERSION = "wf-detect/1"
 FAMILIES: tuple[str, ...] = (
@@ -423,11 +425,13 @@ def _keyword_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
             )
 
 
-def _raw_findings(text: str, known: KnownValues) -> Iterator[tuple[str, str, int, int]]:
+def _raw_findings(text: str, known: KnownValues, bare_keys: bool) -> Iterator[tuple[str, str, int, int]]:
     for rule, literal, pattern in _PROVIDER_RES:
         if literal in text:
             for m in pattern.finditer(text):
                 yield f"provider-token/{rule}", "provider-token", m.start(), m.end()
+    if bare_keys:
+        yield from bare_key_findings(text, shannon_entropy)
     lowered = text.lower()
     if any(
         k in lowered
@@ -514,11 +518,15 @@ def _path_findings(text: str) -> Iterator[tuple[str, str, int, int]]:
 _NEWLINE = re.compile("\n")
 
 
-def scan_text(text: str, known: KnownValues | None = None) -> list[Finding]:
-    """Every finding in ``text``, sorted by offset then rule (deterministic)."""
+def scan_text(text: str, known: KnownValues | None = None, *, bare_keys: bool = True) -> list[Finding]:
+    """Every finding in ``text``, sorted by offset then rule (deterministic).
+
+    ``bare_keys=False`` skips the rule that judges a base64 run by its extent, for URL-decoded
+    views: they read every ``+`` as a space and so cut base64 images into pieces.
+    """
     if not text:
         return []
-    raw = set(_raw_findings(text, known or KnownValues()))
+    raw = set(_raw_findings(text, known or KnownValues(), bare_keys))
     if not raw:
         return []
     newlines = [m.start() for m in _NEWLINE.finditer(text)]  # only when there is something to place

@@ -10,8 +10,9 @@ variables, ``$HOME``, the working directory, the login name). A zip is scanned m
 after it is written.
 
 Anything found fails closed: the file and the bundle are marked ``safe_to_attach: false``, no zip is
-kept, and the command exits 1 listing file, line and rule — never the matched text, and no hash of
-it (a hash of a short secret can be reversed by guessing).
+kept, ``summary.md`` and ``issue.md`` say the bundle is not safe to attach, and the command exits 1
+listing file, line and rule — never the matched text, and no hash of it (a hash of a short secret
+can be reversed by guessing).
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ def _line_of(newlines: list[int], offset: int) -> int:
     return bisect.bisect_left(newlines, offset) + 1
 
 
-def _views(text: str, depth: int, to_top: Callable[[int], int]) -> Iterator[tuple[str, Callable[[int], int]]]:
-    """``text`` and its decoded views, each with a map from its offsets to the top text's offsets."""
-    yield text, to_top
+def _views(
+    text: str, depth: int, to_top: Callable[[int], int], plus_split: bool = False
+) -> Iterator[tuple[str, Callable[[int], int], bool]]:
+    """``text`` and its decoded views, each with a map from its offsets to the top text's offsets
+    and whether it is (or lies under) a URL-decoded view, where every ``+`` reads as a space."""
+    yield text, to_top, plus_split
     if depth == 0:
         return
     for decoded in decoded_layer(text):
@@ -59,14 +63,14 @@ def _views(text: str, depth: int, to_top: Callable[[int], int]) -> Iterator[tupl
         def mapper(position: int, decoded: Any = decoded, parent: Callable[[int], int] = to_top) -> int:
             return parent(decoded.to_original(position))
 
-        yield from _views(decoded.text, depth - 1, mapper)
+        yield from _views(decoded.text, depth - 1, mapper, plus_split or decoded.name == "url")
 
 
 def scan_document(text: str, known: KnownValues, *, depth: int = 2) -> list[tuple[int, str]]:
     """``(line, rule)`` of every finding in ``text`` or any decoded view of it (lines of ``text``)."""
     hits: set[tuple[int, str]] = set()  # (offset in text, rule)
-    for view, to_top in _views(text, depth, lambda p: p):
-        for finding in scan_text(view, known):
+    for view, to_top, plus_split in _views(text, depth, lambda p: p):
+        for finding in scan_text(view, known, bare_keys=not plus_split):
             hits.add((to_top(finding.start), finding.rule))
         for start, _end, decoded in b64_tokens(view):
             inner = scan_decoded(decoded, known)
@@ -104,6 +108,12 @@ def scan_bundle_dir(
     return sorted(set(findings))
 
 
+def scan_files(files: dict[str, bytes], known: KnownValues) -> list[GateFinding]:
+    """The given files (bundle path -> bytes), names and contents, as :func:`scan_bundle_dir` scans
+    each: for the files written after the rest was scanned (the texts that state the verdict)."""
+    return sorted({f for name, data in files.items() for f in _scan_named(name, data, known)})
+
+
 def scan_zip(zip_path: Path, known: KnownValues) -> list[GateFinding]:
     """Every member of a written zip (names and bytes), and the zip's own file name."""
     name = zip_path.name
@@ -125,4 +135,29 @@ def gate_record(findings: list[GateFinding], scanned: int) -> dict[str, Any]:
     }
 
 
-__all__ = ["GateFinding", "gate_record", "scan_bundle_dir", "scan_document", "scan_zip"]
+def flag_files(files: list[dict[str, Any]], findings: list[GateFinding]) -> list[dict[str, Any]]:
+    """Copies of the manifest's file records with the gate's verdict applied: a file with a
+    finding is not safe to attach, and its reason says the gate flagged it."""
+    flagged = {f.file for f in findings}
+    out = []
+    for record in files:
+        record = dict(record)
+        reason = str(record.get("reason") or "")
+        if record["path"] in flagged and not reason.startswith(_FLAGGED):
+            record.update(safe_to_attach=False, reason=_FLAGGED + reason)
+        out.append(record)
+    return out
+
+
+_FLAGGED = "flagged by the bundle gate: "
+
+
+__all__ = [
+    "GateFinding",
+    "flag_files",
+    "gate_record",
+    "scan_bundle_dir",
+    "scan_document",
+    "scan_files",
+    "scan_zip",
+]

@@ -4,6 +4,10 @@ Separate from :mod:`worldforge.evidence.bundle` (which decides what is copied, r
 digested) because these texts are for the person who opens the issue: what was run, what should
 have happened, what happened instead, and the first step to take. Everything here that comes from
 a run is passed through the sanitizer, like the files themselves.
+
+Both texts state the bundle gate's verdict, never an assumption: they are written with the gate's
+findings in hand (see :func:`worldforge.evidence.bundle.build_bundle`), so a refused bundle says it
+is not safe to attach and which file, line and check refused it (never the text that was found).
 """
 
 from __future__ import annotations
@@ -82,7 +86,10 @@ def summary_md(
     redactions: list[dict[str, Any]],
     source_date: str | None,
     fixture_digests: list[dict[str, Any]] | None = None,
+    *,
+    gate: dict[str, Any],
 ) -> str:
+    """The bundle's overview; ``gate`` is the manifest's ``gate`` record, whose verdict it states."""
     lines = ["# WorldForge Evidence Bundle", ""]
     lines += [
         f"- Runs: {len(runs)}",
@@ -93,6 +100,7 @@ def summary_md(
     lines += [
         f"- Files: {included} included, {len(files) - included} excluded",
         f"- Redactions: {sum(r['count'] for r in redactions)}",
+        f"- Safe to attach: {_verdict_line(gate)}",
         "",
     ]
     lines += [
@@ -139,20 +147,28 @@ def summary_md(
     if rules:
         lines += ["", "## Redactions by rule", "", "| Rule | Count |", "| --- | --- |"]
         lines += [f"| {rule} | {count} |" for rule, count in sorted(rules.items())]
+    lines += ["", "## Gate verdict", "", *_verdict_details(gate)]
     lines += [
         "",
         "## Claim boundary",
         "",
-        "This bundle copies checkout-safe evidence of the listed runs with secrets, signed-URL parameters "
-        "and host-local paths redacted in place; excluded files are listed with their reason and digest. "
-        "It uploads nothing and makes no quality, fidelity or safety claim beyond each run's own "
-        "claim boundary.",
+        "This bundle copies evidence of the listed runs with secrets, signed-URL parameters and "
+        "host-local paths redacted in place; the gate verdict above says whether anything was left. "
+        "Excluded files are listed with their reason and digest. It uploads nothing and makes no "
+        "quality, fidelity or safety claim beyond each run's own claim boundary.",
         "",
     ]
     return "\n".join(lines)
 
 
-def issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list[dict[str, Any]]) -> str:
+def issue_md(
+    run: dict[str, Any],
+    files: list[dict[str, Any]],
+    redactions: list[dict[str, Any]],
+    *,
+    gate: dict[str, Any],
+) -> str:
+    """The issue template for one run; its safe-to-attach notes state ``gate``'s verdict."""
     included = sum(1 for f in files if f["included"])
     excluded = len(files) - included
     redaction_total = sum(r["count"] for r in redactions)
@@ -179,12 +195,16 @@ def issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list[
         "",
         "### Safe-to-attach notes",
         "",
-        f"- safe_to_attach: `true` for the {included} included files: they were sanitized in place "
-        f"({redaction_total} redactions; the ledger in `evidence_manifest.json` lists rule, file and line, "
-        "never the secret).",
+        *_issue_verdict(gate, included),
+        f"- The included files were sanitized in place ({redaction_total} redactions; the ledger in "
+        "`evidence_manifest.json` lists rule, file and line, never the secret).",
         f"- {excluded} file(s) were excluded (binary, oversize, local-only or changed since the run); "
         "each stays listed in `evidence_manifest.json` with its reason and source digest.",
-        "- Check the bundle offline with `worldforge runs verify <bundle-dir-or-zip>` before attaching.",
+        *(
+            ["- Check the bundle offline with `worldforge runs verify <bundle-dir-or-zip>` before attaching."]
+            if gate.get("passed")
+            else []
+        ),
         "",
         "### First triage step",
         "",
@@ -194,4 +214,70 @@ def issue_md(run: dict[str, Any], files: list[dict[str, Any]], redactions: list[
     return "\n".join(lines)
 
 
-__all__ = ["issue_md", "run_story", "summary_md"]
+#: Findings listed in the texts; ``evidence_manifest.json`` (``gate.findings``) holds all of them.
+LISTED_FINDINGS = 50
+
+
+def _where(finding: dict[str, Any]) -> str:
+    """``file`` (in ``zip``), line or name, and the check: what a reader needs to find the cause."""
+    inside = f" in `{finding['container']}`" if finding.get("container") else ""
+    place = "its file name" if finding["line"] == 0 else f"line {finding['line']}"
+    return f"`{finding['file']}`{inside}, {place}: check `{finding['rule']}`"
+
+
+def _finding_lines(gate: dict[str, Any], indent: str = "") -> list[str]:
+    findings = list(gate.get("findings") or [])
+    lines = [f"{indent}- {_where(f)}" for f in findings[:LISTED_FINDINGS]]
+    if len(findings) > LISTED_FINDINGS:
+        lines.append(f"{indent}- and {len(findings) - LISTED_FINDINGS} more")
+    return lines
+
+
+def _verdict_line(gate: dict[str, Any]) -> str:
+    detector = gate.get("detector")
+    if gate.get("passed"):
+        return f"yes (the bundle gate, `{detector}`, found nothing in {gate.get('scanned_files')} files)"
+    return (
+        f"**no**: the bundle gate (`{detector}`) refused this bundle with {gate.get('finding_count')} "
+        "finding(s), listed under Gate verdict; do not attach any part of it"
+    )
+
+
+def _verdict_details(gate: dict[str, Any]) -> list[str]:
+    detector = gate.get("detector")
+    if gate.get("passed"):
+        return [
+            f"Passed: the bundle gate (`{detector}`), a second detector independent of the sanitizer, "
+            f"re-scanned {gate.get('scanned_files')} files, their names and their decoded views and found "
+            "nothing secret- or host-shaped. The bundle is safe to attach.",
+        ]
+    return [
+        f"Refused: the bundle gate (`{detector}`) found text shaped like a secret or a host path that "
+        "the sanitizer left in place, so this bundle is **not safe to attach** and no zip is kept. "
+        "Each finding names the file, the line and the check, never the text:",
+        "",
+        *_finding_lines(gate),
+        "",
+        "`evidence_manifest.json` lists every finding under `gate.findings`. Remove the cause from the "
+        "run (rotate a secret that was written there), then bundle it again.",
+    ]
+
+
+def _issue_verdict(gate: dict[str, Any], included: int) -> list[str]:
+    detector = gate.get("detector")
+    if gate.get("passed"):
+        return [
+            f"- safe_to_attach: `true`: the bundle gate (`{detector}`) re-scanned the {included} included "
+            "files, their names and the manifest and found nothing.",
+        ]
+    return [
+        f"- safe_to_attach: `false`: **do not attach this bundle.** The bundle gate (`{detector}`) found "
+        f"{gate.get('finding_count')} place(s) where text shaped like a secret or a host path remains "
+        "(file, line and check; never the text):",
+        *_finding_lines(gate, indent="  "),
+        "- Remove the cause from the run (rotate a secret that was written there) and bundle it again; "
+        "`evidence_manifest.json` lists every finding under `gate.findings`.",
+    ]
+
+
+__all__ = ["LISTED_FINDINGS", "issue_md", "run_story", "summary_md"]

@@ -298,8 +298,12 @@ def _environment_rules(sink: _Raw | _Tracked, *, secrets: bool = True, hosts: bo
             sink.apply("host-name", _spans(_host_pattern(host), _host_placeholder, sink.text))
 
 
-def _run_rules(sink: _Raw | _Tracked) -> None:
-    """Every rule in order over ``sink.text``; the one rule sequence for raw text and views."""
+def _run_rules(sink: _Raw | _Tracked, *, plus_split: bool = False) -> None:
+    """Every rule in order over ``sink.text``; the one rule sequence for raw text and views.
+
+    ``plus_split``: the text is (or lies under) a URL-decoded view, where every ``+`` reads as a
+    space; rules that need a run's true extent (``Rule.url_view`` false) skip it.
+    """
     _environment_rules(sink, hosts=False)
     if "/" in sink.text:
         for pattern, placeholder in _current_prefixes():
@@ -313,7 +317,7 @@ def _run_rules(sink: _Raw | _Tracked) -> None:
     lowered = sink.text.lower()
     key_words = _SENSITIVE_RE.search(lowered) is not None
     for rule in RULES:
-        if rule.id == "sensitive-key" and not key_words:
+        if (rule.id == "sensitive-key" and not key_words) or (plus_split and not rule.url_view):
             continue
         keywords = rule.keyword_re  # Rule.prefilter inlined: this loop runs for every string
         if keywords is None or keywords.search(lowered):
@@ -360,7 +364,7 @@ def _base64_credential(match: re.Match[str]) -> str | None:
 Edit = tuple[int, int, str, str]  # start, end, replacement (encoded for the text's context), rule
 
 
-def _view_edits(text: str, depth: int) -> list[Edit]:
+def _view_edits(text: str, depth: int, plus_split: bool = False) -> list[Edit]:
     """Redactions that the rules find in decoded views of ``text``, as spans of ``text`` itself.
 
     Each view undoes one context's escaping; its own views are searched too (JSON inside HTML,
@@ -374,11 +378,16 @@ def _view_edits(text: str, depth: int) -> list[Edit]:
         decoded = view.decode(text)
         if decoded is None:
             continue
+        split = plus_split or view.name == "url"
         tracked = _Tracked(decoded.text)
-        _run_rules(tracked)
+        _run_rules(tracked, plus_split=split)
         inner = [(s, e, new, rule) for s, e, new, rule in tracked.edits]
         if depth > 1:
-            inner += _view_edits(tracked.text, depth - 1) if not tracked.edits else _nested(tracked, depth)
+            inner += (
+                _view_edits(tracked.text, depth - 1, split)
+                if not tracked.edits
+                else _nested(tracked, depth, split)
+            )
         for start, end, new, rule in inner:
             edits.append(
                 (decoded.to_original(start), decoded.to_original(end, end=True), view.encode(new), rule)
@@ -386,10 +395,10 @@ def _view_edits(text: str, depth: int) -> list[Edit]:
     return _disjoint(edits)
 
 
-def _nested(tracked: _Tracked, depth: int) -> list[Edit]:
+def _nested(tracked: _Tracked, depth: int, plus_split: bool) -> list[Edit]:
     """Views of a view that already had redactions: found in its redacted text, mapped to its base."""
     found: list[Edit] = []
-    for start, end, new, rule in _view_edits(tracked.text, depth - 1):
+    for start, end, new, rule in _view_edits(tracked.text, depth - 1, plus_split):
         base_start, _ = tracked.locate(start, end=False)
         base_end, _ = tracked.locate(end, end=True)
         found.append((base_start, base_end, new, rule))

@@ -304,6 +304,9 @@ class Rule:
     pattern: Matcher
     replace: Replacer
     rescan_values: bool = False  # on a kept match, resume scanning at its ``val`` group
+    #: Whether the rule also runs on URL-decoded views. Those read every ``+`` as a space, which cuts
+    #: a base64 image into pieces; a rule that judges a run by its extent must not see them.
+    url_view: bool = True
 
     #: The keywords as one compiled alternation (a C-level scan instead of a Python loop per
     #: keyword); ``None`` for a rule that always runs.

@@ -27,6 +27,7 @@ from worldforge.core.redact.keys import (
     redact_whole,
     unless_placeholder,
 )
+from worldforge.core.redact.shapes import SHAPE_RULES
 from worldforge.core.redact.vendors import VENDOR_RULES
 
 
@@ -393,6 +394,8 @@ RULES: tuple[Rule, ...] = (
         _placeholder("<tmp>"),
     ),
     Rule("host-path-tilde", "~/ home-relative paths", ("~/",), _TILDE_RE, _placeholder("<home>")),
+    # Last: a key that a name or prefix identifies is redacted (and ledgered) by that rule first.
+    *SHAPE_RULES,
 )
 #: Substrings that make a key look sensitive; also the engine's cheap prefilter for key rules.
 SENSITIVE_KEYWORDS = (
