@@ -77,11 +77,17 @@ def list_runs(workspace_dir: str | Path, kind: str | None = None) -> list[dict[s
 
 
 def resolve_run_dir(workspace_dir: str | Path, ref: str) -> Path:
-    """A run directory from an id, a unique id prefix, or a path to a run directory."""
+    """A run directory from an id, a unique id prefix, ``latest`` (the newest run: ids sort by
+    creation time) or a path to a run directory."""
     candidate = Path(ref)
     if (candidate / MANIFEST_NAME).is_file():
         return candidate
     root = runs_dir(workspace_dir)
+    if ref == "latest":
+        runs = sorted(p for p in root.glob("*") if (p / MANIFEST_NAME).is_file()) if root.is_dir() else []
+        if not runs:
+            raise WorldForgeError("run 'latest': the run workspace has no runs yet.")
+        return runs[-1]
     if is_run_id(ref) and (root / ref / MANIFEST_NAME).is_file():
         return root / ref
     matches = (
