@@ -6,7 +6,8 @@ implements ``POST /api/chat`` and ``POST /api/generate`` (streaming NDJSON and s
 shape (``{"error": "..."}`` and 404 for unknown models). Tests script its behaviour:
 
 * ``reply``: a callable ``(request_json) -> str`` producing the assistant text;
-* ``fail_next``: a list of HTTP status codes returned (with an error body) by the next calls;
+* ``fail_next``: a list of HTTP status codes, or ``(status, message)``, returned with an error body
+  (``{"error": message}``, by default ``stub failure <status>``) by the next calls;
 * ``delay_s``: sleep before answering (to trigger client timeouts);
 * ``tokens``: ``(prompt_eval_count, eval_count)`` reported per call;
 * ``requests``: every request body received, in order, for assertions.
@@ -42,7 +43,7 @@ class OllamaStub:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = list(models or ["qwen2.5:latest"])
         self.reply: Callable[[dict[str, Any]], str] = _default_reply
-        self.fail_next: list[int] = []
+        self.fail_next: list[int | tuple[int, str]] = []
         self.delay_s = 0.0
         self.tokens: tuple[int, int] = (10, 20)
         self.requests: list[dict[str, Any]] = []
@@ -99,11 +100,12 @@ class OllamaStub:
                     stub.paths.append(self.path)
                     if body is not None:
                         stub.requests.append(body)
-                    status = stub.fail_next.pop(0) if stub.fail_next else None
+                    failure = stub.fail_next.pop(0) if stub.fail_next else None
                 if stub.delay_s:
                     time.sleep(stub.delay_s)
-                if status is not None:
-                    self._json(status, {"error": f"stub failure {status}"})
+                if failure is not None:
+                    status, message = failure if isinstance(failure, tuple) else (failure, None)
+                    self._json(status, {"error": message or f"stub failure {status}"})
                     return False
                 return True
 

@@ -5,7 +5,8 @@ Only the standard library: ``ThreadingHTTPServer`` bound to ``127.0.0.1:0`` (a f
 error shape (``{"error": {"message", "type", "code"}}``, 404 for unknown models). Tests script it:
 
 * ``reply``: a callable ``(request_json, choice_index) -> str`` producing the assistant text;
-* ``fail_next``: a list of ``status`` or ``(status, headers)`` answered by the next calls;
+* ``fail_next``: a list of ``status``, ``(status, headers)`` or ``(status, headers, body)`` answered
+  by the next calls (``body``: the JSON value sent as the error body, as a real server words it);
 * ``delay_s``: sleep before answering (to trigger client timeouts);
 * ``usage``: ``(prompt_tokens, completion_tokens)`` per call, or ``None`` to omit ``usage``;
 * ``malformed``: ``"no-choices"``, ``"no-content"`` or ``"not-json"`` to answer a broken completion;
@@ -44,7 +45,7 @@ class OpenAIStub:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = list(models or ["stub-model"])
         self.reply: Callable[[dict[str, Any], int], str] = _default_reply
-        self.fail_next: list[int | tuple[int, dict[str, str]]] = []
+        self.fail_next: list[int | tuple[int, dict[str, str]] | tuple[int, dict[str, str], Any]] = []
         self.delay_s = 0.0
         self.usage: tuple[int, int] | None = (11, 7)
         self.malformed: str | None = None
@@ -155,6 +156,9 @@ class OpenAIStub:
                 if stub.api_key is not None and auth != f"Bearer {stub.api_key}":
                     # Real servers echo part of the key they rejected; the provider must not repeat it.
                     self._error(401, f"Incorrect API key provided: {auth}", "invalid_api_key")
+                    return False
+                if isinstance(failure, tuple) and len(failure) == 3:
+                    self._json(failure[0], failure[2], failure[1])
                     return False
                 if failure is not None:
                     status, headers = failure if isinstance(failure, tuple) else (failure, {})

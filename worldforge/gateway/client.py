@@ -5,8 +5,9 @@
 :class:`~worldforge.providers.base.GenerationResult` with the usage counts the trial limits read.
 Gateway errors come back as the exceptions a direct provider call raises (a provider failure is a
 :class:`ProviderError`, a bad request a :class:`WorldForgeError`, an exhausted budget
-:class:`TrialLimitExceeded`), with the gateway's message unchanged, so the item records of a run
-and of its replay say the same thing.
+:class:`TrialLimitExceeded`, a model server's relayed refusal a :class:`ProviderHTTPError` naming
+its status), with the gateway's message unchanged, so the item records of a run and of its replay
+say the same thing.
 
 One keep-alive connection per thread: the gateway is on loopback and a trial's turns follow one
 another, so reconnecting per request would only add latency.
@@ -20,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import GenerationResult
 from worldforge.providers.ollama import TrialLimitExceeded
 
@@ -82,7 +83,11 @@ class GatewayClient:
 
 
 def raise_for_error(status: int, body: Any) -> None:
-    """The exception a direct provider call would raise for a gateway error answer."""
+    """The exception a direct provider call would raise for a gateway error answer.
+
+    The gateway's own errors carry their type as their code; one whose code differs is a model
+    server's refusal the gateway relayed (its own type and code), raised as the provider would.
+    """
     if status == 200:
         return
     error = body.get("error") if isinstance(body, Mapping) else None
@@ -91,6 +96,8 @@ def raise_for_error(status: int, body: Any) -> None:
     text = str(message) if message else f"the model gateway answered HTTP {status}."
     if kind == "trial_limit":
         raise TrialLimitExceeded(text)
+    if isinstance(error, Mapping) and error.get("code") != kind:
+        raise ProviderHTTPError(f"HTTP {status}: {text}", status, dict(error))
     if kind in ("invalid_request_error", "model_not_found"):
         raise WorldForgeError(text)
     raise ProviderError(text)

@@ -15,6 +15,11 @@ as bearer key). For each request the gateway
    item record carries, and as a ``gateway.exchange`` event with its timing. A request still
    unanswered when its trial ends is recorded too, as a ``trial_ended`` error (see
    :meth:`Gateway.close_trial`).
+5. answers the program: the completion, or an OpenAI-shaped error. A model server's refusal
+   (an over-long prompt, an unknown model, a rate limit once the provider's retries are spent) is
+   answered with the server's status and error body, ``Retry-After`` included, as the server would
+   have answered the program (:func:`~worldforge.gateway.exchange.relayed_error`); a 502 is only
+   ever the gateway's own failure.
 
 Token budget. The competition packages count ``usage.prompt_tokens + usage.completion_tokens``
 after each call and fail the trial once the total passes 25,000; they never stop a call from
@@ -47,7 +52,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.core.redact import sanitize_text
 from worldforge.gateway.client import GatewayClient, TrialSession
 from worldforge.gateway.exchange import (
@@ -57,6 +62,7 @@ from worldforge.gateway.exchange import (
     Request,
     completion_body,
     parse_request,
+    relayed_error,
     served_digest,
 )
 from worldforge.gateway.replay import ReplaySource, ReplayUpstream
@@ -212,8 +218,10 @@ class Gateway:
             self.close_trial(route)
 
     # -- HTTP dispatch ----------------------------------------------------------------------------
-    def dispatch(self, method: str, path: str, token: str | None, body: Any) -> tuple[int, Any]:
-        """Answer one HTTP request (called on the server's threads)."""
+    def dispatch(
+        self, method: str, path: str, token: str | None, body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Answer one HTTP request (called on the server's threads): status, body, extra headers."""
         with self._lock:
             route = self._routes.get(token) if token else None
         if path == "/v1/models" and method == "GET":
@@ -221,17 +229,17 @@ class Gateway:
             data = [
                 {"id": n, "object": "model", "created": 0, "owned_by": "worldforge-gateway"} for n in names
             ]
-            return 200, {"object": "list", "data": data}
+            return 200, {"object": "list", "data": data}, {}
         if path != "/v1/chat/completions" or method != "POST":
-            return 404, GatewayError("model_not_found", f"unknown route {method} {path}").body()
+            return 404, GatewayError("model_not_found", f"unknown route {method} {path}").body(), {}
         if route is None:
             error = GatewayError(
                 "authentication_error", "unknown trial: use the trial's route or its token as the API key."
             )
-            return error.status, error.body()
+            return error.status, error.body(), {}
         return self.chat(route, body)
 
-    def chat(self, route: TrialRoute, body: Any) -> tuple[int, Any]:
+    def chat(self, route: TrialRoute, body: Any) -> tuple[int, Any, dict[str, str]]:
         """One chat completion for ``route``: validate, apply the policy, answer, record."""
         started = time.perf_counter()
         try:
@@ -241,7 +249,7 @@ class Gateway:
                 "gateway.rejected",
                 {"item_id": route.item_id, "error": exc.kind, "message": sanitize_text(exc.message)},
             )
-            return exc.status, exc.body()
+            return exc.status, exc.body(), {}
         with route.lock:
             index = route.next_index
             route.next_index += 1
@@ -254,6 +262,8 @@ class Gateway:
             completion = self.upstream.complete(route, request, index)
         except GatewayError as exc:
             error = exc
+        except ProviderHTTPError as exc:  # the server refused: relayed as it answered, else a 502
+            error = relayed_error(exc) or GatewayError("provider_error", sanitize_text(str(exc)))
         except (ProviderError, WorldForgeError) as exc:
             kind = "provider_error" if isinstance(exc, ProviderError) else "invalid_request_error"
             error = GatewayError(kind, sanitize_text(str(exc)))
@@ -287,11 +297,13 @@ class Gateway:
             }
         if late:
             extra["after_trial_end"] = True
+        if error is not None and error.retry_after is not None:
+            extra["retry_after"] = error.retry_after
         self._emit_exchange(route, index, exchange, **extra)
         if error is not None:
-            return error.status, error.body()
+            return error.status, error.body(), error.headers()
         assert completion is not None
-        return 200, completion_body(completion, request.digest)
+        return 200, completion_body(completion, request.digest), {}
 
     def _check_time(self, route: TrialRoute, index: int) -> None:
         """The competition's per-call time check, on the gateway's side of the wire."""

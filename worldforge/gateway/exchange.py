@@ -15,6 +15,13 @@ make exchanges usable both as evidence and as the source of a replay:
   live in the event only, so the same inputs give byte-identical item records and result digests.
   So does the completion cap the gateway derived from the trial's budget (``allowance``): it never
   changes an answer the budget could pay for, so it stays out of the digest and the record.
+* **A server's refusal is relayed, not hidden.** When the model server refuses a request with a
+  client error (:data:`RELAYED_STATUSES`: an over-long prompt, an unknown model, a rate limit
+  after the provider's retries), the program gets that status and an OpenAI-shaped body built from
+  the server's (see :func:`relayed_error`), as it would talking to the server itself; the record
+  keeps the error's ``type``, ``message``, ``param``, ``code`` and ``upstream_status``, so a replay
+  answers the same. Only what is the gateway's own failure (no connection, a timeout, a server
+  error after retries, a provider bug) is a ``provider_error`` (502).
 * **Bounded.** A choice longer than :data:`RECORDED_CHOICE_CHARS` (far beyond what 25,000 tokens of
   text take) is recorded cut, with a marker naming the digest of the full text; the exchange is
   then ``altered`` (``response_digest`` still covers the full reply). The sanitizer's memo of
@@ -24,14 +31,15 @@ make exchanges usable both as evidence and as the source of a replay:
 from __future__ import annotations
 
 import itertools
+import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload
-from worldforge.core.errors import WorldForgeError
-from worldforge.core.redact import sanitize_value
+from worldforge.core.errors import ProviderHTTPError, WorldForgeError
+from worldforge.core.redact import sanitize_text, sanitize_value
 
 #: Error types the gateway answers with; each maps to an HTTP status and a client-side exception.
 ERROR_STATUS = {
@@ -45,6 +53,20 @@ ERROR_STATUS = {
     "trial_ended": 504,
     "provider_error": 502,
 }
+#: Client errors of a model server that are relayed to the program with the server's status, and
+#: the ``type``/``code`` an error body gets when the server's was not OpenAI-shaped (what the
+#: OpenAI API sends for them; the ``openai`` client raises ``BadRequestError`` for 400,
+#: ``NotFoundError`` 404, ``UnprocessableEntityError`` 422, ``RateLimitError`` 429, and its
+#: ``APIStatusError`` for 413). Any other status (401, 403, 5xx) is the gateway's own failure.
+RELAYED_STATUSES: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    404: ("invalid_request_error", None),
+    413: ("invalid_request_error", None),
+    422: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+}
+#: Characters of a relayed error message kept (relayed and recorded alike; messages are a line).
+RELAYED_MESSAGE_CHARS = 4096
 #: Request keys the gateway reads; any other key a program sends is recorded, never forwarded,
 #: except the program's own completion cap (:data:`CAP_KEYS`), which is recorded and also honoured.
 REQUEST_KEYS = ("model", "messages", "n")
@@ -59,19 +81,128 @@ RECORDED_CHOICE_CHARS = 256 * 1024
 
 
 class GatewayError(Exception):
-    """A request the gateway answers with an OpenAI-shaped error (``type`` picks the status)."""
+    """A request the gateway answers with an OpenAI-shaped error.
 
-    def __init__(self, kind: str, message: str) -> None:
+    The gateway's own errors: ``type`` (one of :data:`ERROR_STATUS`) picks the status and is also
+    the ``code``. A model server's relayed refusal (``status`` in :data:`RELAYED_STATUSES`) keeps
+    the server's status, ``type``, ``param`` and ``code``, and the ``Retry-After`` of a 429.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        status: int | None = None,
+        param: Any = None,
+        code: Any = None,
+        retry_after: str | None = None,
+    ) -> None:
         super().__init__(message)
-        self.kind = kind if kind in ERROR_STATUS else "provider_error"
+        relayed = isinstance(status, int) and not isinstance(status, bool) and status in RELAYED_STATUSES
+        self.upstream_status: int | None = status if relayed else None
+        self.kind = kind if kind in ERROR_STATUS or relayed else "provider_error"
         self.message = message
+        self.param = param if relayed else None
+        self.code = code if relayed else self.kind
+        self.retry_after = retry_after if relayed and status == 429 else None
 
     @property
     def status(self) -> int:
-        return ERROR_STATUS[self.kind]
+        return self.upstream_status if self.upstream_status is not None else ERROR_STATUS[self.kind]
 
     def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.kind, "param": None, "code": self.kind}}
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        """Headers of the answer: a relayed 429's ``Retry-After``, as the server sent it."""
+        return {"Retry-After": self.retry_after} if self.retry_after else {}
+
+    def recorded(self, clean: Callable[[Any], Any] = sanitize_value) -> dict[str, Any]:
+        """The error as an exchange records it (no timing: ``Retry-After`` stays in the event)."""
+        record: dict[str, Any] = {"type": self.kind, "message": clean(self.message)}
+        if self.upstream_status is not None:
+            record.update(upstream_status=self.upstream_status, param=self.param, code=self.code)
+        return record
+
+    @classmethod
+    def from_record(cls, error: Mapping[str, Any]) -> GatewayError:
+        """The error a recorded exchange holds, to answer again on a replay (same status and body)."""
+        status = error.get("upstream_status")
+        return cls(
+            str(error.get("type")),
+            str(error.get("message")),
+            status=status if isinstance(status, int) else None,
+            param=_relayed_scalar(error.get("param")),
+            code=_relayed_scalar(error.get("code")),
+        )
+
+
+def relayed_error(exc: ProviderHTTPError) -> GatewayError | None:
+    """A model server's client error as the program should see it; ``None`` when it is not relayed.
+
+    A body in the OpenAI shape (``{"error": {"message", "type", "param", "code"}}``, or those keys
+    at the top as vLLM sends them) keeps its four fields; extra fields (llama.cpp's ``n_ctx``) are
+    left out. Any other body (Ollama's ``{"error": "..."}``, a ``detail``, a proxy's text) becomes
+    the message of a body with the ``type``/``code`` :data:`RELAYED_STATUSES` gives. Strings go
+    through the project's sanitizer and messages are bounded, so what is relayed is recorded.
+    """
+    defaults = RELAYED_STATUSES.get(exc.status)
+    if defaults is None:
+        return None
+    kind, code = defaults
+    param: Any = None
+    message: str = ""
+    body: Any = exc.body
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        message = body["message"]
+        kind = body["type"] if isinstance(body.get("type"), str) and body["type"] else kind
+        param, code = body.get("param"), body.get("code")
+    elif isinstance(body, Mapping):
+        said = [body[k] for k in ("error", "detail") if isinstance(body.get(k), str)]
+        message = said[0] if said else _compact_json(body)
+    elif isinstance(body, str):
+        message = body
+    elif body is not None:
+        message = _compact_json(body)
+    message = _relayed_text(message, RELAYED_MESSAGE_CHARS) or f"HTTP {exc.status} from the model server."
+    return GatewayError(
+        _relayed_text(kind, 200),
+        message,
+        status=exc.status,
+        param=_relayed_scalar(param),
+        code=_relayed_scalar(code),
+        retry_after=_retry_after(exc.retry_after),
+    )
+
+
+def _relayed_text(text: str, limit: int) -> str:
+    """Sanitized, JSON-safe and bounded: identical in the answer, the record and a replay."""
+    shown = _escape(sanitize_text(text))
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def _relayed_scalar(value: Any) -> str | int | None:
+    """A ``param``/``code`` as relayed: a string (sanitized) or an integer; anything else is ``None``."""
+    if isinstance(value, str):
+        return _relayed_text(value, 200)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _retry_after(value: str | None) -> str | None:
+    """A ``Retry-After`` value fit to pass through (a short printable header value), else ``None``."""
+    text = (value or "").strip()
+    return text if 0 < len(text) <= 64 and text.isprintable() and text.isascii() else None
+
+
+def _compact_json(value: Any) -> str:
+    """A compact, key-sorted JSON text of ``value`` (unencodable values shown by ``repr``)."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 @dataclass(frozen=True)
@@ -276,7 +407,7 @@ class Recorder:
             if shown["choices"] != raw["choices"]:
                 record["altered"] = True
         if error is not None:
-            record["error"] = {"type": error.kind, "message": self.clean(error.message)}
+            record["error"] = error.recorded(self.clean)
         return record
 
 
@@ -361,6 +492,8 @@ __all__ = [
     "CAP_KEYS",
     "ERROR_STATUS",
     "RECORDED_CHOICE_CHARS",
+    "RELAYED_MESSAGE_CHARS",
+    "RELAYED_STATUSES",
     "POLICY_KEYS",
     "Completion",
     "GatewayError",
@@ -371,6 +504,7 @@ __all__ = [
     "describe_difference",
     "parse_request",
     "program_cap",
+    "relayed_error",
     "safe_digest",
     "served_digest",
 ]

@@ -6,8 +6,9 @@ model identity of each provider as they were when it ran. A replay loads both: t
 stand in for the providers' preflight (no server is contacted, it may be long gone), and each
 request is answered from the exchange of the same trial (item id) with the same request digest.
 A request that was not recorded is a per-trial failure naming the first field that differs from
-the exchange recorded at its position; a recorded failure is answered with the same failure, so
-the replayed run ends with the same records and the same result digest.
+the exchange recorded at its position; a recorded failure is answered with the same failure (a
+model server's relayed refusal with its recorded status and body), so the replayed run ends with
+the same records and the same result digest.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ class ReplayUpstream:
             route.replayed.add(position)
             error = exchange.get("error")
             if isinstance(error, Mapping):
-                raise GatewayError(str(error.get("type")), str(error.get("message")))
+                raise GatewayError.from_record(error)
             if exchange.get("altered"):
                 raise GatewayError(
                     "not_recorded",

@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: ``handler(method, path, token, body) -> (status, json_value)``; body is ``None`` for GET.
-Dispatch = Callable[[str, str, str | None, Any], tuple[int, Any]]
+#: ``handler(method, path, token, body) -> (status, json_value, headers)``; body is ``None`` for
+#: GET; ``headers`` are extra answer headers (a relayed 429's ``Retry-After``).
+Dispatch = Callable[[str, str, str | None, Any], tuple[int, Any, Mapping[str, str]]]
 #: ``on_reject(token, path, status, declared_length)``: a request refused before its body was read.
 OnReject = Callable[[str | None, str, int, int | None], None]
 #: The largest request body read (1 MiB: a whole multi-turn competition conversation is well under).
@@ -77,11 +78,15 @@ def _handler(dispatch: Dispatch, on_reject: OnReject | None) -> type[BaseHTTPReq
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             return
 
-        def _answer(self, status: int, value: Any, *, close: bool = False) -> None:
+        def _answer(
+            self, status: int, value: Any, headers: Mapping[str, str] | None = None, *, close: bool = False
+        ) -> None:
             body = json.dumps(value, separators=(",", ":")).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            for name, text in (headers or {}).items():
+                self.send_header(name, text)
             if close:
                 self.send_header("Connection", "close")
             self.end_headers()

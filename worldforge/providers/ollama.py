@@ -8,7 +8,9 @@ from a master seed (see :func:`trial_seed`). Context size and request timeout ar
 Robustness is the point: a long evaluation makes thousands of calls, so connection errors, timeouts
 and HTTP 5xx answers are retried with exponential backoff and, when the retries are spent, surface
 as :class:`~worldforge.core.errors.ProviderError` -- the suite records that as a failed trial and
-moves on. Client errors (4xx, for example an unknown model) are not retried. Each attempt emits a
+moves on. Client errors (4xx, for example an unknown model) are not retried; an HTTP error answer
+raises :class:`~worldforge.core.errors.ProviderHTTPError` with its status and message, so the model
+gateway can answer a program with the server's own status. Each attempt emits a
 :class:`~worldforge.providers.events.ProviderEvent` (``retry`` / ``success`` / ``failure``).
 
 The per-trial limits of the competition (25,000 prompt+completion tokens, a wall-clock budget) are
@@ -31,7 +33,7 @@ from typing import Any
 from worldforge import heavy
 from worldforge.config import project_config
 from worldforge.core.digests import digest_payload
-from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import BaseProvider, GenerationResult, prefixed_options
 from worldforge.providers.mock_letters import derive_seed
 from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS, ServerPool
@@ -407,9 +409,11 @@ class OllamaProvider(BaseProvider):
             )
             return reply
         assert last is not None
-        raise ProviderError(
-            f"{self.name}: generate failed after {attempt} attempt(s): {_describe(last)}"
-        ) from None
+        failed = f"{self.name}: generate failed after {attempt} attempt(s): {_describe(last)}"
+        status = getattr(last, "status_code", None) if isinstance(last, heavy.ollama().ResponseError) else 0
+        if isinstance(status, int) and status >= 400:
+            raise ProviderHTTPError(failed, status, getattr(last, "error", None)) from None
+        raise ProviderError(failed) from None
 
     def generate(
         self, messages: list[dict[str, str]], *, options: Mapping[str, Any] | None = None

@@ -16,7 +16,9 @@ Attempts are this provider's, not the client's (``max_retries=0``): connection e
 HTTP 429 and 5xx are retried with exponential backoff, waiting at least what ``Retry-After`` asks
 (capped), and every attempt emits a ``retry`` / ``success`` / ``failure`` event. Other 4xx answers
 are not retried. When retries are spent the call raises :class:`ProviderError`, which the suite
-records as a failed trial.
+records as a failed trial; for an HTTP error answer a :class:`ProviderHTTPError` carrying the
+status, the server's error body (the key removed) and its ``Retry-After``, so that the model
+gateway can answer a program as the server did (a 400 for an over-long prompt stays a 400).
 
 Usage counts are required: the competition's 25,000-token trial limit is enforced by
 :class:`~worldforge.providers.ollama.ChatTrial` from ``usage.prompt_tokens`` /
@@ -37,7 +39,7 @@ from urllib.parse import urlsplit
 
 from worldforge import heavy
 from worldforge.core.digests import digest_payload
-from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import BaseProvider, GenerationResult
 from worldforge.providers.openai_settings import (
     OPENAI_API_URL,
@@ -152,14 +154,38 @@ class OpenAICompatProvider(BaseProvider):
             )
         return client
 
+    def _keyless(self, value: Any) -> Any:
+        """``value`` with the API key replaced in every string (a server may echo request headers
+        in errors, and an error body is relayed to the program that made the request)."""
+        if isinstance(value, str):
+            for client in self._clients.values():
+                key = getattr(client, "api_key", None)
+                if isinstance(key, str) and len(key) >= 4 and key != PLACEHOLDER_API_KEY:
+                    value = value.replace(key, "***")
+            return value
+        if isinstance(value, Mapping):
+            return {str(k): self._keyless(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._keyless(v) for v in value]
+        return value
+
     def _scrub(self, text: str) -> str:
         """One line, bounded, and never the key (a server may echo request headers in errors)."""
-        for client in self._clients.values():
-            key = getattr(client, "api_key", None)
-            if isinstance(key, str) and len(key) >= 4 and key != PLACEHOLDER_API_KEY:
-                text = text.replace(key, "***")
-        line = " ".join(text.split())
+        line = " ".join(str(self._keyless(text)).split())
         return line if len(line) <= 300 else line[:297] + "..."
+
+    def _failure(self, attempts: int, exc: BaseException) -> ProviderError:
+        """The error a call raises once its attempts are spent: for an HTTP error answer, one that
+        carries the status, the error body (never a 401's, which may quote the key) and the
+        ``Retry-After`` the server sent with it."""
+        message = f"{self.name}: generate failed after {attempts} attempt(s): {self._describe(exc)}"
+        status = _status(exc)
+        if status is None:
+            return ProviderError(message)
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        retry_after = headers.get("retry-after") if headers is not None else None
+        body = None if status == 401 else self._keyless(getattr(exc, "body", None))
+        return ProviderHTTPError(message, status, body, str(retry_after) if retry_after else None)
 
     def _describe(self, exc: BaseException) -> str:
         openai = heavy.openai()
@@ -385,9 +411,7 @@ class OpenAICompatProvider(BaseProvider):
             )
             return reply
         assert last is not None
-        raise ProviderError(
-            f"{self.name}: generate failed after {attempt} attempt(s): {self._describe(last)}"
-        ) from None
+        raise self._failure(attempt, last) from None
 
     def _reply(self, response: Any, attempt: int) -> ChatReply:
         """Validate a completion: choices with text content and usage counts, else a one-line error."""
