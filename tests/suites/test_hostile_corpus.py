@@ -448,8 +448,9 @@ def test_other_teams_records_are_the_same_with_the_attackers_in_the_field(tmp_pa
     ]
 
     def run(workspace: Path, programs: list[Path]) -> dict[str, str]:
-        args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "AB", "--trials", "2",
-                "--sandbox", "bubblewrap", "--no-install", "--run-workspace", str(workspace)]  # fmt: skip
+        args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "AB",
+                "--trials", "2", "--sandbox", "bubblewrap", "--no-install", "--run-unqualified",
+                "--run-workspace", str(workspace)]  # fmt: skip
         for program in programs:
             args += ["--program", str(program)]
         result = CliRunner().invoke(app, args)

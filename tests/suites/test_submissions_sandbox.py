@@ -179,9 +179,10 @@ def test_hostile_trials_are_recorded_failures_and_the_run_goes_on(
     )
     assert errors["J"].startswith("submission raised RuntimeError: env: ")
     assert "OPENAI_API_KEY', 'not-used'" in errors["J"] and "WF_TEST_CREDENTIAL" not in errors["J"]
-    assert errors["K"].startswith(
-        ("submission raised OSError: [Errno 30]", "submission raised PermissionError")
-    )
+    assert errors["K"].startswith(  # read-only, refused, or (in the sandbox) not there at all
+        ("submission raised OSError: [Errno 30]", "submission raised PermissionError",
+         "submission raised FileNotFoundError")
+    )  # fmt: skip
     assert "blocked by the trial sandbox: network connection to ('10.255.255.1', 80)" in errors["L"]
     assert errors["M"].startswith(
         "submission raised ModuleNotFoundError: No module named 'not_a_module_anywhere'"

@@ -180,6 +180,18 @@ def eval_command(
         help="science-birds submissions: score a reply the model never served (hard-coded or edited "
         "text) instead of 0; the rules forbid changing the reply.",
     ),
+    programs_field: list[str] | None = typer.Option(
+        None,
+        "--programs",
+        metavar="DIR|ZIP",
+        help="science-birds: every team folder of DIR or a .zip, qualified first (see pcg qualify); "
+        "teams that do not qualify are reported, not run.",
+    ),
+    run_unqualified: bool = typer.Option(
+        False,
+        "--run-unqualified",
+        help="science-birds submissions: run teams that fail the static qualification checks too.",
+    ),
     wheelhouse: str | None = typer.Option(
         None,
         "--wheelhouse",
@@ -214,6 +226,10 @@ def eval_command(
             typed["sandbox"] = sandbox
         if keep_unserved_replies:
             typed["keep_unserved_replies"] = True
+        if programs_field:
+            typed["field"] = list(programs_field)
+        if run_unqualified:
+            typed["run_unqualified"] = True
         if wheelhouse is not None:  # the suite checks the folder exists
             if not wheelhouse.strip():
                 raise WorldForgeError("--wheelhouse: must not be empty.")

@@ -18,7 +18,7 @@ import typer
 from worldforge.cli._common import argv as _argv
 from worldforge.cli._common import check_format, cli_errors, format_option
 from worldforge.core.digests import digest_bytes, digest_text
-from worldforge.core.errors import StageError, WorldForgeError
+from worldforge.core.errors import GateFailure, StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.workspace import optional_run
 
@@ -341,6 +341,52 @@ def stage_cmd(
                     file=sys.stderr,
                 )
         _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
+
+
+QUALIFY_FORMATS = ("table", "json")
+
+
+@pcg_app.command("qualify")
+def qualify_cmd(
+    source: Path = typer.Argument(
+        ..., help="Competition folder or .zip of team folders, or one team's folder."
+    ),
+    fmt: str = format_option("table", QUALIFY_FORMATS, help="table, or json (a list, one object per team)."),
+    fail_on_unqualified: bool = typer.Option(
+        False, "--fail-on-unqualified", help="Exit 1 when any team is not qualified."
+    ),
+) -> None:
+    """Which teams' programs may be run, by the competition's rules (static: nothing is executed)."""
+    with cli_errors():
+        from worldforge.pcg.programs.qualify import qualify_source
+
+        check_format(fmt, QUALIFY_FORMATS)
+        results, ignored = qualify_source(source)
+        for entry in ignored:
+            print(f"ignored: {entry}", file=sys.stderr)
+        if fmt == "json":
+            _write_stdout(json.dumps([q.to_dict() for q in results], indent=2) + "\n")
+        else:
+            from rich.console import Console
+            from rich.markup import escape
+            from rich.table import Table
+
+            table = Table(title=f"Qualification ({len(results)} teams)")
+            for column in ("team", "qualified", "package", "entry", "why not / notes"):
+                table.add_column(column)
+            for q in results:
+                why = [escape(r) for r in q.reasons] + [f"[dim]note: {escape(n)}[/dim]" for n in q.notes]
+                table.add_row(
+                    escape(q.team), "yes" if q.qualified else "[bold]no[/bold]", q.package or "-",
+                    escape(q.entry or "-"), "\n".join(why) or "-",
+                )  # fmt: skip
+            Console(width=200).print(table)
+        passed = sum(q.qualified for q in results)
+        print(f"{passed} of {len(results)} teams qualified", file=sys.stderr)
+        if fail_on_unqualified and passed < len(results):
+            raise GateFailure(
+                f"{len(results) - passed} of {len(results)} teams are not qualified (--fail-on-unqualified)."
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ FAILURE_GALLERY_SCHEMA_VERSION = 1
 #: Short names of the CLI flags that carry suite options (``options`` key -> flag).
 OPTION_FLAGS: dict[str, str] = {
     "programs": "--program",
+    "field": "--programs",
     "trials": "--trials",
     "characters": "--characters",
     "classifier": "--classifier",

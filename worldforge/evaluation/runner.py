@@ -26,7 +26,7 @@ from worldforge.reports import EXTENSIONS, MEDIA_TYPES
 from worldforge.workspace import Run, optional_run
 
 #: Suite options whose values may be local paths (a classifier checkpoint, program folders).
-PATH_OPTIONS = ("classifier", "programs")
+PATH_OPTIONS = ("classifier", "programs", "field")
 #: Suites whose model exchanges are recorded, and so can be replayed.
 REPLAYABLE_SUITES = ("science-birds",)
 SUMMARY_SCHEMA_VERSION = 1

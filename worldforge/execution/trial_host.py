@@ -26,6 +26,7 @@ only in a trial process, and its module state and files die with it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -43,6 +44,21 @@ from typing import Any
 #: turns an attempt into a recorded reason instead of a confusing downstream failure.)
 _BLOCKED_EVENTS = ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.fork", "os.forkpty")
 _TAIL = 4096
+
+
+def _load_setup() -> Any:
+    """The sibling ``trial_setup.py`` (namespaces, privileges, importing the entry), loaded by path:
+    the host's own folder is not on ``sys.path``, and a team's module must never stand in for it."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trial_setup.py")
+    spec = importlib.util.spec_from_file_location("_worldforge_trial_setup", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_setup = _load_setup()
 
 
 class _Discovered(Exception):
@@ -96,73 +112,6 @@ def _die_with_parent(parent: int) -> None:
         pass
     if os.getppid() != parent:
         os._exit(0)
-
-
-_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWPID = 0x20000, 0x8000000, 0x10000000, 0x20000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
-_PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 4, 24
-
-
-def _libc() -> Any:
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        import ctypes
-
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    libc = _libc()
-    encode = lambda v: v.encode() if v is not None else None  # noqa: E731
-    _check(libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
-
-
-def _enter_trial_namespaces(cfg: dict[str, Any]) -> None:
-    """Give the coming trial namespaces of its own (called in a forked child of the host).
-
-    A user namespace (owning the rest, so no privilege is needed), a PID namespace for the
-    trial's processes (the host and its relay are not in it: the trial cannot see or signal them,
-    and when the namespace's first process ends the kernel kills all of them), an IPC namespace
-    (SysV objects and POSIX queues a trial leaves die with it) and a mount namespace with a fresh,
-    sized ``/tmp`` and ``/dev/shm`` (nothing a trial writes is seen by the next)."""
-    uid, gid = os.getuid(), os.getgid()
-    _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # the host is not: its /proc files would be root's
-    _check(_libc().unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
-            handle.write(text)
-    # From here on this stage (outside the trial's PID namespace, like the host) keeps its /proc
-    # files closed to the trial, which shares its uid: the trial turns dumping on for itself only.
-    _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    _mount("none", "/", None, _MS_REC | _MS_PRIVATE, None)
-    for target, size in (("/tmp", cfg["trial_tmp_bytes"]), ("/dev/shm", cfg["shm_bytes"])):
-        _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={int(size)},mode=1777")
-
-
-def _drop_privileges() -> None:
-    """No capabilities left in the trial's user namespace (it could otherwise unmount its own
-    ``/tmp`` and see the host's), and the out-of-memory killer's first choice in the sandbox."""
-    import ctypes
-
-    libc = _libc()
-    for cap in range(64):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            break
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()
-    _check(libc.capset(header, data), "capset")
-    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-    try:
-        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as handle:
-            handle.write("1000")
-    except OSError:
-        pass
 
 
 def _start_relay(unix_path: str) -> tuple[int, int]:
@@ -231,10 +180,6 @@ def _warm_client() -> None:
     )
 
 
-def _module_name(relpath: str) -> str:
-    return relpath[: -len(".py")].replace("/", ".")
-
-
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -281,8 +226,9 @@ def _failed_reason(log_path: str) -> str:
 def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: int) -> None:
     """One trial, in a forked child (never returns)."""
     package = cfg["package"]
-    os.chdir(workdir)
-    sys.path[:] = [workdir, *[p for p in sys.path if p and not p.startswith(cfg["host_dir"])]]
+    os.chdir(workdir)  # the team folder's copy: programs open their files relative to it
+    base = [p for p in sys.path if p and not p.startswith(cfg["host_dir"])]
+    sys.path[:] = _setup.search_path(workdir, cfg["module"], base)
     os.environ.clear()
     os.environ.update(cfg["env"])
     base_url = f"http://127.0.0.1:{cfg['gateway_port']}/t/{req['token']}/v1"
@@ -314,7 +260,7 @@ def _child(cfg: dict[str, Any], req: dict[str, Any], workdir: str, result_fd: in
     try:
         competition.run_evaluation = stand_in
         try:
-            module = importlib.import_module(_module_name(cfg["module"]))
+            module = _setup.import_entry(workdir, cfg["module"], str(req["team"]))
             fn = getattr(module, cfg["class_name"])
         except _Discovered as found:
             fn = found.fn
@@ -437,7 +383,7 @@ def _fork_trial(cfg: dict[str, Any], req: dict[str, Any], scratch: str, pipes: d
         for name in ("out_r", "res_r", "status_r"):
             os.close(pipes[name])
         if cfg["namespaces"]:
-            _enter_trial_namespaces(cfg)
+            _setup.enter_trial_namespaces(cfg)
             os.makedirs(scratch, mode=0o700)
         shutil.copytree(cfg["source"], workdir, symlinks=True)
         if not cfg["namespaces"]:
@@ -448,7 +394,7 @@ def _fork_trial(cfg: dict[str, Any], req: dict[str, Any], scratch: str, pipes: d
             trial = os.fork()
             if trial == 0:
                 os.close(pipes["status_w"])
-                _drop_privileges()
+                _setup.drop_privileges()
                 _trial_process(cfg, req, workdir, pipes["out_w"], pipes["res_w"])
             os.close(pipes["out_w"])
             os.close(pipes["res_w"])
@@ -563,7 +509,7 @@ def main(argv: list[str]) -> int:
     if cfg["namespaces"]:
         # Same uid as the trials: without this a trial could open the host's /proc files (its
         # pipes to the evaluator, its memory). Each trial turns it back on for itself.
-        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        _setup.set_dumpable(False)
     relay_pid = None
     if cfg.get("relay_socket"):
         port, relay_pid = _start_relay(cfg["relay_socket"])

@@ -22,6 +22,7 @@ from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program, resolve_programs
 from worldforge.pcg.similarity.classifier import load_classifier
 from worldforge.providers.openai_settings import check_base_urls
+from worldforge.suites.science_birds.field import qualify_programs
 
 DEFAULT_TRIALS = 10
 DEFAULT_SEED = 42
@@ -125,6 +126,9 @@ class SuiteConfig:
     #: Score submission replies the gateway never served (the rules forbid changing the reply, so
     #: by default such a trial scores 0; this keeps the evidence and scores the text anyway).
     keep_unserved_replies: bool = False
+    #: One row per submission team checked before the run (``--programs``, submission
+    #: ``--program`` values): qualified or not, why, whether it ran. Empty without submissions.
+    qualification: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> SuiteConfig:
@@ -149,8 +153,13 @@ class SuiteConfig:
         if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
             check_base_urls(opts["openai_base_url"])
         cache = opts.get("cache_dir")
+        specs, table = qualify_programs(opts)
+        if opts.get("field") and not specs:
+            raise WorldForgeError(
+                "--programs: no team qualified; nothing to run (see worldforge pcg qualify)."
+            )
         return cls(
-            programs=tuple(resolve_programs(programs)),
+            programs=tuple(resolve_programs(specs if specs or opts.get("field") else programs)),
             letters=parse_characters(opts.get("characters")),
             trials=_int_option(opts, "trials", DEFAULT_TRIALS, 1, 1000),
             classifier=str(opts["classifier"]) if opts.get("classifier") else classifier_default,
@@ -163,6 +172,7 @@ class SuiteConfig:
             chunk_size=_int_option(opts, "chunk_size", CHUNK_SIZE, 1, 10_000),
             options=opts,
             keep_unserved_replies=_bool_option(opts, "keep_unserved_replies"),
+            qualification=tuple(table),
         )
 
     def identity(self) -> dict[str, Any]:
@@ -181,6 +191,11 @@ class SuiteConfig:
         }
         if self.keep_unserved_replies:
             identity["keep_unserved_replies"] = True
+        if self.qualification:  # which teams were left out, and why, changes the cohort
+            identity["qualification"] = [
+                {"team": r["team"], "qualified": r["qualified"], "reasons": list(r.get("reasons") or [])}
+                for r in self.qualification
+            ]
         return identity
 
 

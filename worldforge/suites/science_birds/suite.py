@@ -24,6 +24,7 @@ item record carries its exchanges as evidence and a run can be replayed without 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -55,6 +56,7 @@ from worldforge.suites.science_birds.config import (
     enumerate_items,
     iter_progress_columns,
 )
+from worldforge.suites.science_birds.field import qualification_rows, team_summaries
 from worldforge.suites.science_birds.report import build_sections, official_artifacts, result_rows
 from worldforge.suites.science_birds.run import ItemRunner, RunState
 from worldforge.suites.science_birds.scores import score_cohort
@@ -337,6 +339,14 @@ def _evaluate_with(
         for row in rows
     ]
     extra = official_artifacts(scores, unserved_counts(records, config.programs), keep)
+    if config.qualification:  # the field's verdicts: a report section and an attested artifact
+        ran = {p.name for p in config.programs}
+        sections["qualification"] = qualification_rows(config.qualification, ran)
+        extra["science-birds/qualification.json"] = (
+            json.dumps(list(config.qualification), indent=2, sort_keys=True) + "\n"
+        )
+        tails = submissions.tails if submissions is not None else {}
+        extra.update(team_summaries(config.qualification, records, config.programs, tails))
     extra.update(sorted(runner.images.items()))  # per-item images (a run workspace already has them)
     state.add("score_and_report", time.perf_counter() - t0)
 
@@ -420,6 +430,8 @@ CLI_OPTION_KEYS = (
     "no_install",
     "sandbox",
     "keep_unserved_replies",
+    "field",
+    "run_unqualified",
 )
 
 

@@ -1,0 +1,1 @@
+"""Layout 4: the team's package, with relative imports inside it."""

@@ -1,0 +1,1 @@
+"""The team folder is a package: its entry module uses relative imports."""

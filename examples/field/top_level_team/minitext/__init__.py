@@ -1,0 +1,1 @@
+"""A tiny text-template library the team ships with its program (vendored)."""

@@ -1,0 +1,7 @@
+"""Filling placeholders in prompt templates."""
+
+from .placeholders import PLACEHOLDER
+
+
+def fill(template: str, letter: str) -> str:
+    return template.replace(PLACEHOLDER, letter)
