@@ -292,6 +292,38 @@ def test_submission_against_a_real_model_server_and_its_replay(
     assert _manifest(_runs(ws)[-1])["result_digest"] == _manifest(run_dir)["result_digest"]
 
 
+@pytest.mark.slow
+def test_a_published_layout_team_against_a_real_model_server(
+    llama_server: LlamaServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pixel_classifier: None,  # noqa: F811
+) -> None:
+    """A team folder as published (layout 2: the TrialLoop module and its prompts in a package
+    sub-folder, files opened relative to the team folder), unchanged, against llama.cpp."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".worldforge").mkdir()
+    (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
+    team = ROOT / "examples" / "field" / "package-team"
+    ws = tmp_path / "ws"
+    args = ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
+            "--openai-base-url", llama_server.base_url, "--program", str(team),
+            "--characters", "A", "--trials", "2", "--workers", "1", "--no-install",
+            "--run-workspace", str(ws), "--format", "json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = _runs(ws)
+    records = _records(run_dir)
+    assert len(records) == 2 and {r["program"] for r in records.values()} == {"package-team"}
+    for record in records.values():
+        assert record["exchanges"], record.get("error")
+        assert all(e.get("response") or e.get("error") for e in record["exchanges"])
+        assert "FileNotFoundError" not in str(record.get("error"))  # its files, from its folder
+        assert record["usage"]["served_models"] == [REAL_MODEL]
+
+
 RESUME_SCRIPT = """
 import json, sys
 from tests.suites.test_science_birds import PixelClassifier
