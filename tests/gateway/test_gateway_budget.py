@@ -9,6 +9,7 @@ drive the gateway with the package itself and the official ``openai`` client, ag
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 import time
@@ -29,8 +30,23 @@ from worldforge.providers.ollama import usage_counts
 
 pytestmark = pytest.mark.usefixtures("model_env_free")
 
-competition = pytest.importorskip("llms4pcg.competition")
-trial_context = pytest.importorskip("llms4pcg.models.trial_context")
+
+def _package_site() -> None:
+    """The competition package lives in its own environment (never the evaluator's): put that
+    environment's site-packages at the end of the path, so its counters are the real ones."""
+    import sys
+
+    from worldforge.execution.environments import package_environment
+
+    folder = Path(package_environment("llms4pcg").python).parent.parent
+    for site in sorted(folder.glob("lib/python3*/site-packages")):
+        if str(site) not in sys.path:
+            sys.path.append(str(site))
+
+
+_package_site()
+competition = importlib.import_module("llms4pcg.competition")
+trial_context = importlib.import_module("llms4pcg.models.trial_context")
 
 BUDGET = 25_000
 SEED = 11

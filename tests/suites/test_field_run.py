@@ -45,8 +45,8 @@ def test_a_field_zip_runs_the_qualified_teams_and_reports_the_rest(tmp_path: Pat
     done = _eval(tmp_path / "ws", archive)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    ranked = {r["program"] for r in report["sections"]["ranking"]}
-    table = {r["team"]: r for r in report["sections"]["qualification"]}
+    ranked = {r["program"] for r in report["sections"]["ranking"]["rows"]}
+    table = {r["team"]: r for r in report["sections"]["qualification"]["rows"]}
     assert set(table) == {"hard-coded-team", "package-team", "prompts-top-team", "relative-imports-team",
                           "top_level_team"}  # fmt: skip
     assert table["hard-coded-team"]["qualified"] is False and table["hard-coded-team"]["ran"] is False

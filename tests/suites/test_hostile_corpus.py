@@ -396,8 +396,10 @@ def test_no_sandbox_outlives_a_killed_evaluator(tmp_path: Path) -> None:
     script = f"""
 import sys, threading
 from pathlib import Path
+from worldforge.execution.environments import package_environment
 from worldforge.execution.sandbox import HostSpec, TrialHost, TrialLimits
-spec = HostSpec(sys.executable, "llms4pcg", Path({str(folder)!r}), "main.py", "Attacker",
+python = package_environment("llms4pcg").python
+spec = HostSpec(python, "llms4pcg", Path({str(folder)!r}), "main.py", "Attacker",
                 TrialLimits(wall_seconds=300), "bubblewrap", 9)
 host = TrialHost(spec)
 print(host.group.name if host.group else "", host.proc.pid, flush=True)

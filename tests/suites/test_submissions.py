@@ -139,10 +139,10 @@ def test_an_unsatisfiable_requirement_is_a_per_program_error(tmp_path: Path) -> 
     assert isinstance(bad, SubmissionProgram) and "no-such-distribution-wf" in str(bad.error)
     assert good.name == "zero-shot" and environments == {}
     assert not list((tmp_path / "cache" / "submission-envs").glob("*/environment.json"))  # nothing half-built
-    # --no-install: the current environment, whatever the file says
+    # --no-install: the package's own environment, whatever the file says
     (ready,), environments = prepare([program], {"no_install": True}, tmp_path / "cache")
     assert isinstance(ready, SubmissionProgram) and ready.error is None
-    assert environments["needs"].kind == "current" and ready.environment == environments["needs"].identity()
+    assert environments["needs"].kind == "package" and ready.environment == environments["needs"].identity()
 
 
 def test_rerun_commands_keep_the_submission_switches() -> None:
@@ -206,7 +206,7 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     scored = {r["scenario"]: r for r in report["results"]}
     assert set(scored) == {"critique", "zero-shot"}  # a submission that does not qualify does not run
     assert scored["critique"]["passed"] and scored["critique"]["score"] > 0
-    table = {row["team"]: row for row in report["sections"]["qualification"]}
+    table = {row["team"]: row for row in report["sections"]["qualification"]["rows"]}
     assert table["critique"]["qualified"] and table["critique"]["ran"]
     assert not table["broken"]["qualified"] and not table["broken"]["ran"]
     assert "no TrialLoop program in this folder (it calls openai directly" in table["broken"]["reasons"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.sandboxing import require_sandbox
+from worldforge.execution.environments import package_environment
 from worldforge.execution.sandbox import HostSpec, TrialHost, TrialLimits
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway
@@ -235,7 +235,8 @@ def test_a_host_whose_evaluator_is_gone_stops_its_running_trial(
         require_sandbox()
     folder = _hostile(tmp_path)
     folder.chmod(0o755)
-    spec = HostSpec(sys.executable, "llms4pcg", folder, "main.py", "Hostile", TrialLimits(wall_seconds=120),
+    python = package_environment("llms4pcg").python
+    spec = HostSpec(python, "llms4pcg", folder, "main.py", "Hostile", TrialLimits(wall_seconds=120),
                     isolation, gateway.port)  # fmt: skip
     host = TrialHost(spec)
     try:

@@ -73,6 +73,8 @@ class Confinement:
     #: bwrap exits, so killing bwrap (``subprocess.run``'s timeout) ends everything inside. Only for
     #: a command its starting thread waits on; a long-lived host started by a worker would die early.
     die_with_parent: bool = False
+    #: Folders inside a read-only bind that stay empty inside (a read-only tmpfs over each).
+    hidden: Sequence[str] = ()
 
 
 def is_root() -> bool:
@@ -93,13 +95,50 @@ def kernel_uid_note() -> str:
     return f"confined work runs as the evaluator's own kernel uid {os.geteuid()} (not root: no uid change)"
 
 
+def _pyvenv(prefix: str) -> dict[str, str] | None:
+    """The ``key = value`` lines of ``prefix/pyvenv.cfg`` (``None`` when ``prefix`` is no venv)."""
+    try:
+        text = Path(prefix, "pyvenv.cfg").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    pairs = (line.partition("=") for line in text.splitlines() if "=" in line)
+    return {key.strip().lower(): value.strip() for key, _, value in pairs}
+
+
+def _base_prefixes(python: str, own: str) -> list[str]:
+    """The installation ``python`` runs from: the folder above the binary it resolves to and,
+    for a virtual environment, above the ``home`` its ``pyvenv.cfg`` names."""
+    found = [str(Path(os.path.realpath(python)).parent.parent)]
+    home = (_pyvenv(own) or {}).get("home")
+    if home:
+        found.append(str(Path(home).absolute().parent))
+    return found
+
+
 def python_paths(python: str) -> list[str]:
-    """The interpreter prefixes a confined ``python`` needs: its own environment, the evaluator's
-    and their bases (a layered environment reads the evaluator's ``site-packages`` through a
-    ``.pth`` file)."""
+    """The folders a confined ``python`` needs: its own environment and the installation it runs
+    from (interpreter and standard library); for the evaluator's own interpreter also the
+    evaluator's prefixes and ``site-packages`` (the confined installer runs the evaluator's pip).
+    Another interpreter's environment never needs the evaluator's packages."""
     own = str(Path(python).absolute().parent.parent)
-    paths = [own, sys.prefix, sys.base_prefix, *_site_dirs()]
+    paths = [own, *_base_prefixes(python, own)]
+    if own == os.path.abspath(sys.prefix):
+        paths += [sys.prefix, sys.base_prefix, *_site_dirs()]
     return _outermost(p for p in paths if p and os.path.exists(p))
+
+
+def python_hidden(python: str) -> list[str]:
+    """The ``site-packages`` folders inside :func:`python_paths` that ``python`` never reads: those
+    of the installation a virtual environment without system site-packages was made from (the
+    evaluator's own packages, when it runs from that installation). A sandbox can hide them."""
+    own = str(Path(python).absolute().parent.parent)
+    config = _pyvenv(own)
+    if config is None or config.get("include-system-site-packages", "false").lower() == "true":
+        return []
+    import site
+
+    found = {p for base in _base_prefixes(python, own) for p in site.getsitepackages([base])}
+    return sorted(p for p in found if os.path.isdir(p) and not p.startswith(own.rstrip(os.sep) + os.sep))
 
 
 def _site_dirs() -> list[str]:
@@ -173,6 +212,8 @@ def bwrap_args(spec: Confinement, *, uid: int | None = None) -> list[str]:
     for source, target in sorted(spec.rw_binds.items(), key=lambda kv: kv[1]):
         if os.path.exists(source):
             args += ["--bind", source, target]
+    for path in sorted(p for p in spec.hidden if os.path.isdir(p)):
+        args += ["--size", "4096", "--perms", "0755", "--tmpfs", path, "--remount-ro", path]
     args += ["--proc", "/proc", "--dev", "/dev"]
     for path, size in sorted({"/dev/shm": TMPFS_BYTES, **dict(spec.tmpfs)}.items()):
         args += ["--size", str(int(size)), "--perms", "1777", "--tmpfs", path]
@@ -234,6 +275,7 @@ __all__ = [
     "confine_command",
     "is_root",
     "kernel_uid_note",
+    "python_hidden",
     "python_paths",
     "sandbox_uid",
     "setpriv_args",

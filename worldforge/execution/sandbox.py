@@ -51,6 +51,7 @@ from worldforge.execution.confine import (
     confine_command,
     is_root,
     kernel_uid_note,
+    python_hidden,
     python_paths,
 )
 
@@ -321,7 +322,13 @@ def host_command(spec: HostSpec, scratch: str, socket_path: str | None = None) -
     binds[str(HOST_SCRIPT.parent)] = INSIDE_HOST_DIR
     if socket_path is not None:
         binds[socket_path] = INSIDE_SOCKET
-    confinement = Confinement(ro_binds=binds, tmpfs={"/tmp": 16 * 1024 * 1024}, env=BASE_ENV, chdir="/tmp")
+    confinement = Confinement(
+        ro_binds=binds,
+        tmpfs={"/tmp": 16 * 1024 * 1024},
+        env=BASE_ENV,
+        chdir="/tmp",
+        hidden=python_hidden(spec.python),
+    )
     return confine_command(argv, confinement)
 
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.execution.environments import plain_requirements
+from worldforge.execution.environments import SUPPORTED_PACKAGES, plain_requirements
 from worldforge.execution.files import TreeFile, read_file, walk_tree
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.submission import (
@@ -75,8 +75,8 @@ PROCESS_PREFIXES = ("exec", "spawn")
 CLIENT_NAMES = frozenset({"OpenAI", "AsyncOpenAI", "AzureOpenAI", "AsyncAzureOpenAI"})
 #: Packages a team must not ship: a folder or module of that name anywhere in its folder.
 VENDORED_PACKAGES = ("chatgpt4pcg", "llms4pcg", "openai", "httpx")
-#: The package versions the evaluation runs (the ``competition`` extra pins them).
-SUPPORTED_VERSIONS = {"chatgpt4pcg": "1.2.2", "llms4pcg": "2.0.1"}
+#: The package versions the evaluation runs (each in an environment of its own).
+SUPPORTED_VERSIONS = SUPPORTED_PACKAGES
 #: Recipes tied to this many distinct target letters disqualify (the top 2023 prompt had all 26).
 HARDCODED_LETTERS = 5
 #: A recipe: at least this many ``drop_block(`` calls with no label between them.

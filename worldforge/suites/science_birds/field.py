@@ -91,9 +91,9 @@ def qualify_programs(options: Mapping[str, Any]) -> tuple[list[str], list[dict[s
     return specs, table
 
 
-def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> list[dict[str, Any]]:
+def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> dict[str, Any]:
     """The report's qualification section: one row per team, whether it ran."""
-    return [
+    rows = [
         {
             "team": row["team"],
             "qualified": bool(row["qualified"]),
@@ -105,6 +105,16 @@ def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> lis
         }
         for row in table
     ]
+    qualified = sum(1 for row in rows if row["qualified"])
+    return {
+        "title": "Qualification",
+        "description": (
+            f"{qualified} of {len(rows)} submission team(s) qualified by the static rules (see "
+            "worldforge pcg qualify); a team that did not qualify is not ranked and not in the "
+            "normalization sum."
+        ),
+        "rows": rows,
+    }
 
 
 def team_summaries(

@@ -24,11 +24,7 @@ from typing import Any
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.execution.environments import (
-    SubmissionEnvironment,
-    require_package,
-    submission_environment,
-)
+from worldforge.execution.environments import SubmissionEnvironment, submission_environment
 from worldforge.execution.files import copy_tree
 from worldforge.execution.sandbox import (
     HostSpec,
@@ -87,16 +83,18 @@ class _Prepared:
 
 
 def prepare(
-    programs: Sequence[Any], options: Mapping[str, Any], cache_root: Path | None
+    programs: Sequence[Any], options: Mapping[str, Any], cache_root: Path | None = None
 ) -> tuple[list[Any], dict[str, SubmissionEnvironment]]:
     """Resolve every submission's environment before any generation.
 
     Returns the programs with each submission's environment identity attached (it enters the
     program digest) and the environments by program name. With one program, an invalid one is a
     :class:`WorldForgeError` (exit 2); with several it becomes a program whose trials all fail.
+    Environments are shared by every run on the machine
+    (:func:`~worldforge.execution.environments.default_cache_root`), not kept in the run's
+    ``cache_root``.
     """
     install = not bool(options.get("no_install", False))
-    root = (cache_root or Path(tempfile.gettempdir()) / "worldforge-cache") / "submission-envs"
     single = len(programs) == 1
     out: list[Any] = []
     envs: dict[str, SubmissionEnvironment] = {}
@@ -105,11 +103,10 @@ def prepare(
             out.append(program)
             continue
         try:
-            require_package(program.package, str(program.source))
             env = submission_environment(
                 program.requirements,
+                package=program.package,
                 install=install,
-                cache_root=root,
                 where=str(program.source),
                 index_url=options.get("index_url"),
                 wheelhouse=options.get("wheelhouse"),
@@ -153,6 +150,8 @@ class SubmissionTrials:
         self._staged: list[Path] = []
         self._lock = threading.Lock()
         self._failed_start: dict[str, str] = {}
+        #: The last lines each trial printed, by item (for the team's failure summary; never digested).
+        self.tails: dict[str, str] = {}
 
     def __bool__(self) -> bool:
         return bool(self.programs)
@@ -249,6 +248,8 @@ class SubmissionTrials:
                 )
         finally:
             exchanges = gateway.close_trial(route)
+        tail = sanitize_text(str(answer.get("output_tail") or ""))[-2000:]
+        self.tails[key.item_id] = tail
         if self.run is not None:
             self.run.emit(
                 "submission.trial",
@@ -257,7 +258,7 @@ class SubmissionTrials:
                     "outcome": answer.get("outcome"),
                     "seconds": answer.get("seconds"),
                     "output_bytes": answer.get("output_bytes"),
-                    "output_tail": sanitize_text(str(answer.get("output_tail") or ""))[-2000:],
+                    "output_tail": tail,
                 },
             )
         prompt = sum(int(((e.get("response") or {}).get("usage") or {}).get("prompt_tokens") or 0)
