@@ -50,7 +50,7 @@ def _tree(root: Path, entries: dict[str, bytes]) -> Path:
 
 
 @contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
+def deadline(seconds: float) -> Iterator[None]:
     """Fail instead of hanging: a blocking ``open`` or ``read`` is interrupted by ``SIGALRM``."""
 
     def _expired(signum: int, frame: Any) -> None:
@@ -166,7 +166,7 @@ def test_a_link_to_dev_zero_fails_fast(tmp_path: Path, opened: list[str]) -> Non
     root = _tree(tmp_path / "team", {"main.py": b""})
     (root / "weights.bin").symlink_to("/dev/zero")
     opened.clear()
-    with _deadline(5):
+    with deadline(5):
         message = _refused(lambda: walk_tree(root))
     assert message.endswith("refused: weights.bin is a symbolic link (to /dev/zero).")
     assert not [p for p in opened if p.endswith(("/dev/zero", "weights.bin"))]
@@ -175,7 +175,7 @@ def test_a_link_to_dev_zero_fails_fast(tmp_path: Path, opened: list[str]) -> Non
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     root = _tree(tmp_path / "team", {"main.py": b""})
     os.mkfifo(root / "pipe.txt")
-    with _deadline(5):
+    with deadline(5):
         assert _refused(lambda: walk_tree(root)) == f"{root}: refused: pipe.txt is a FIFO (named pipe)."
 
 
@@ -321,7 +321,7 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_does_not_block(tmp_path: Path)
     root, entry = _walked(tmp_path)
     os.unlink(root / entry.path)
     os.mkfifo(root / entry.path)
-    with _deadline(5):
+    with deadline(5):
         message = _refused(lambda: read_file(root, entry))
     assert message == (
         f"{root}: refused: pkg/main.py is a FIFO (named pipe); it changed after the folder was listed."
@@ -463,7 +463,7 @@ def test_copy_tree_accepts_records_without_inodes_and_checks_their_digest(tmp_pa
     assert (tmp_path / "stage" / "main.py").read_bytes() == b"print(1)\n"
     os.unlink(root / "main.py")
     (root / "main.py").symlink_to("/dev/zero")
-    with _deadline(5):
+    with deadline(5):
         message = _refused(lambda: copy_tree([record], root, tmp_path / "again"))
     assert message.endswith(
         "main.py is a symbolic link (to /dev/zero); it changed after the folder was listed."
@@ -554,7 +554,7 @@ def test_property_copies_are_byte_identical_and_specials_refused(
         kind = data.draw(st.sampled_from(["link", "fifo"]))
         special.symlink_to("/proc/self/environ") if kind == "link" else os.mkfifo(special)
         rel = special.relative_to(root).as_posix()
-        with _deadline(5):
+        with deadline(5):
             message = _refused(lambda: walk_tree(root))
         what = "a symbolic link (to /proc/self/environ)" if kind == "link" else "a FIFO (named pipe)"
         assert message == f"{root}: refused: {rel} is {what}."

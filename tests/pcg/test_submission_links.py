@@ -6,14 +6,13 @@ from __future__ import annotations
 import builtins
 import io
 import os
-import signal
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.execution.test_files import deadline
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution.files import copy_tree
@@ -44,20 +43,6 @@ def _write(folder: Path, entries: Mapping[str, str | bytes]) -> Path:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     return folder
-
-
-@contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    def _expired(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
@@ -110,13 +95,13 @@ def test_a_link_to_the_environment_refuses_the_submission_unread(tmp_path: Path,
 def test_a_link_to_dev_zero_and_a_fifo_fail_fast(tmp_path: Path) -> None:
     team = _write(tmp_path / "team", {"main.py": LOOP})
     (team / "weights.bin").symlink_to("/dev/zero")
-    with _deadline(5):
+    with deadline(5):
         assert _refused(lambda: load_submission(team)).endswith(
             "weights.bin is a symbolic link (to /dev/zero)."
         )
     os.unlink(team / "weights.bin")
     os.mkfifo(team / "helper.py")
-    with _deadline(5):
+    with deadline(5):
         assert looks_like_submission(team)
         assert (
             _refused(lambda: load_submission(team)) == f"{team}: refused: helper.py is a FIFO (named pipe)."
@@ -262,7 +247,7 @@ def test_a_linked_prompt_file_is_refused_unread(tmp_path: Path, opened: list[str
 def test_a_fifo_prompt_file_does_not_block(tmp_path: Path) -> None:
     folder = _write(tmp_path / "prog", {"prompts/1.txt": "Build <OBJECT>."})
     os.mkfifo(folder / "prompts" / "2.txt")
-    with _deadline(5):
+    with deadline(5):
         assert (
             _refused(lambda: load_program(folder))
             == f"{folder}: refused: prompts/2.txt is a FIFO (named pipe)."

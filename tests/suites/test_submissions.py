@@ -254,6 +254,24 @@ def test_submission_scored_beside_a_prompt_folder_replayed_diffed_and_bundled(
     assert not any(SECRET in t for t in texts.values())
 
 
+def _real_model_args(
+    server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: Path
+) -> list[str]:
+    """``eval`` of ``program`` on the local llama.cpp server (A x 2 trials) into ``tmp_path/ws``,
+    with no model key, URL or project config from the machine running the tests."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    # Headroom over the default 120 s for a reply slowed by the other test worker; the package's
+    # own limit (500 s a trial for llms4pcg, 120 s for chatgpt4pcg) still bounds the trial.
+    (tmp_path / ".worldforge").mkdir()
+    (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
+    return ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
+            "--openai-base-url", server.base_url, "--program", str(program),
+            "--characters", "A", "--trials", "2", "--workers", "1", "--no-install",
+            "--run-workspace", str(tmp_path / "ws"), "--format", "json"]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_submission_against_a_real_model_server_and_its_replay(
     llama_server: LlamaServer,  # noqa: F811
@@ -262,18 +280,8 @@ def test_submission_against_a_real_model_server_and_its_replay(
     pixel_classifier: None,  # noqa: F811
 ) -> None:
     """llms4pcg's own OpenAI client, in the sandbox, reaches llama.cpp only through the gateway."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    # Headroom over the default 120 s for a reply slowed by the other test worker; the llms4pcg
-    # package's own limit (500 s a trial) still bounds the trial.
-    (tmp_path / ".worldforge").mkdir()
-    (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
     ws = tmp_path / "ws"
-    args = ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
-            "--openai-base-url", llama_server.base_url, "--program", str(EXAMPLES / "llms4pcg-zero-shot"),
-            "--characters", "A", "--trials", "2", "--workers", "1", "--no-install",
-            "--run-workspace", str(ws), "--format", "json"]  # fmt: skip
+    args = _real_model_args(llama_server, tmp_path, monkeypatch, EXAMPLES / "llms4pcg-zero-shot")
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     (run_dir,) = _runs(ws)
@@ -301,17 +309,8 @@ def test_a_published_layout_team_against_a_real_model_server(
 ) -> None:
     """A team folder as published (layout 2: the TrialLoop module and its prompts in a package
     sub-folder, files opened relative to the team folder), unchanged, against llama.cpp."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WORLDFORGE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".worldforge").mkdir()
-    (tmp_path / ".worldforge" / "config.yaml").write_text("openai:\n  timeout_s: 450\n")
-    team = ROOT / "examples" / "field" / "package-team"
     ws = tmp_path / "ws"
-    args = ["eval", "--suite", "science-birds", "--provider", f"openai:{REAL_MODEL}",
-            "--openai-base-url", llama_server.base_url, "--program", str(team),
-            "--characters", "A", "--trials", "2", "--workers", "1", "--no-install",
-            "--run-workspace", str(ws), "--format", "json"]  # fmt: skip
+    args = _real_model_args(llama_server, tmp_path, monkeypatch, ROOT / "examples" / "field" / "package-team")
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     (run_dir,) = _runs(ws)
