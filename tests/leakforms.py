@@ -9,14 +9,10 @@ strings and its own manifest; the rest widen the net to other real-world shapes.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from worldforge.evidence.corpus import measure
 
 
 @dataclass(frozen=True)
@@ -222,23 +218,9 @@ EVIDENCE_SHAPES: tuple[str, ...] = (
 )
 
 
-def measure_module() -> Any:
-    """``scripts/measure_secret_corpus.py`` as a module (scripts are not a package): the corpus
-    tests and the planted forms below wrap secrets the way the measurement does."""
-    name = "measure_secret_corpus"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def _corpus_forms() -> tuple[Form, ...]:
     """One keyed sample per rule of the adopted gitleaks corpus (``tests/fixtures/secrets``), as a
     configuration line names it: forms this project did not write, planted beside its own."""
-    measure = measure_module()
     corpus = json.loads(measure.DEFAULT_CORPUS.read_text(encoding="utf-8"))
     seen: set[str] = set()
     forms: list[Form] = []

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.leakforms import measure_module
+from worldforge.evidence.corpus import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
@@ -18,7 +18,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
 
 @pytest.fixture(scope="module")
 def result() -> dict[str, Any]:
-    return measure_module().measure(json.loads(CORPUS.read_text(encoding="utf-8")))
+    return measure.measure(json.loads(CORPUS.read_text(encoding="utf-8")))
 
 
 def test_fixture_names_its_source_and_licence() -> None:

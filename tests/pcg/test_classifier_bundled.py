@@ -68,14 +68,10 @@ def test_heldout_accuracy_on_generated_level_images() -> None:
 
 def test_never_trained_hand_drawn_family_reproduces_the_recorded_accuracy() -> None:
     """The hand-drawn letters (never trained on) through the stage pipeline: the card's figure."""
-    import sys
-
     from worldforge.pcg.sim.pipeline import run_batch
+    from worldforge.pcg.similarity.training import families
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import letter_families
-
-    hand = letter_families.handdrawn_programs()
+    hand = families.handdrawn_programs()
     outcomes = run_batch([program for _, _, program in hand], workers=2)
     assert all(o.ok and o.png for o in outcomes)
     training = json.loads((BUNDLED_DIR / "training.json").read_text())

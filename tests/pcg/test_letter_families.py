@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worldforge.pcg.levels.drop_plan import Grid, grid_from_text, simulate_drops
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import letter_blocks as lb  # noqa: E402
-import letter_families as lf  # noqa: E402
-import letter_training as lt  # noqa: E402
-from letter_grids import beside_ink  # noqa: E402
+from worldforge.pcg.similarity.training import blocks as lb
+from worldforge.pcg.similarity.training import families as lf
+from worldforge.pcg.similarity.training import loop as lt
+from worldforge.pcg.similarity.training.grids import beside_ink
 
 fonts = pytest.mark.skipif(
     bool(lf.missing_fonts()), reason=f"glyph fonts not installed (apt-get install {lf.FONT_PACKAGES})"
@@ -521,7 +516,7 @@ def test_test_sets_split_by_beside_ink() -> None:
 def test_training_refuses_an_out_folder_the_manifest_cannot_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import train_letter_classifier as tlc
+    from worldforge.pcg.similarity.training import recipe as tlc
 
     # Refused before any work: the dataset manifest names the checkpoint by its path in the project.
     with pytest.raises(SystemExit) as exc:
@@ -532,7 +527,7 @@ def test_training_refuses_an_out_folder_the_manifest_cannot_name(
 
 
 def test_corpus_splits_are_the_same_for_any_number_of_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    import train_letter_classifier as tlc
+    from worldforge.pcg.similarity.training import recipe as tlc
 
     # Program generation runs in chunks of seeds across processes; the chunks go back in order.
     one = tlc.build_splits(3, 1, workers=1)

@@ -333,7 +333,7 @@ def test_bundled_classifier_recognises_the_mock_letters() -> None:
     from worldforge.pcg.similarity.classifier import BUNDLED_DIR
 
     if not (BUNDLED_DIR / "config.json").is_file():
-        pytest.skip("bundled letter classifier not built (scripts/train_letter_classifier.py)")
+        pytest.skip("bundled letter classifier not built (python -m worldforge.pcg.similarity.training)")
     options = {**OPTIONS, "characters": "AHOTX", "programs": ["zero-shot-multi-turn"], "workers": 2}
     report = evaluate(["mock"], forge=WorldForge(), options=options)
     (result,) = report.results

@@ -3,7 +3,7 @@
 The official similarity model is ``pittawat/vit-base-uppercase-english-characters`` (a ViT-base); it
 loads here by hub id when the hub is reachable. Nobody can download it in an offline checkout, so
 the package ships its own small classifier (``pcg/assets/letter-classifier``, trained by
-``scripts/train_letter_classifier.py`` on levels made by this project's pipeline) and uses it by
+``python -m worldforge.pcg.similarity.training`` on levels made by this project's pipeline) and uses it by
 default. Everything loads through ``AutoImageProcessor`` + ``AutoModelForImageClassification``, so a
 local copy of the official checkpoint, the bundled one and a hub id take the same code path.
 Processors load with the Pillow backend even where transformers would pick torchvision: the
@@ -194,7 +194,7 @@ def _resolve(spec: str | Path | None) -> tuple[str, Path | None]:
         if not (BUNDLED_DIR / "config.json").is_file():
             raise WorldForgeError(
                 f"bundled letter classifier missing under {BUNDLED_DIR}; "
-                "run scripts/train_letter_classifier.py."
+                "run python -m worldforge.pcg.similarity.training."
             )
         return BUNDLED_ID, BUNDLED_DIR
     text = str(spec)

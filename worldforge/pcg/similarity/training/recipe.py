@@ -1,13 +1,12 @@
-#!/usr/bin/env python
 """Train the bundled letter classifier on independent letter families; measure leave-one-family-out.
 
-Data: five training families that share no glyph source (``scripts/letter_families.py``: the mock
+Data: five training families that share no glyph source (:mod:`.families`: the mock
 glyph programs, outline fonts, a bitmap font, hand-written stroke skeletons with alternate letter
 shapes, letters laid as bars, legs and staircases on the block grid) plus one family that is never
 trained on (letters drawn by hand on the block grid). Every program goes through the project's own
 converter, Box2D simulation and similarity render, so shifted, leaning and partly collapsed letters
 are in the data as they appear at evaluation time; heaps (more than a quarter of the blocks moved by
-over a cell) are excluded (``scripts/letter_training.py``).
+over a cell) are excluded (:mod:`.loop`).
 
 Measurement:
 * leave-one-family-out: for every training family F, a model trained on the other four (shorter
@@ -23,8 +22,12 @@ Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifie
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
 (families, corpus digest). Deterministic for a given seed, machine and thread count (CPU only).
 
-    nice -n 10 .venv/bin/python scripts/train_letter_classifier.py          # about 39 min on 2 idle cores
-    .venv/bin/python scripts/train_letter_classifier.py --quick             # smoke run into /tmp
+    nice -n 10 .venv/bin/python -m worldforge.pcg.similarity.training   # about 39 min on 2 idle cores
+    .venv/bin/python -m worldforge.pcg.similarity.training --quick        # smoke run into /tmp
+
+The recipe was ``scripts/train_letter_classifier.py`` when the shipped checkpoint was trained; the
+card and the dataset manifest (:mod:`.card`) still name that path, so that a rerun reproduces them
+byte for byte.
 """
 
 from __future__ import annotations
@@ -38,19 +41,17 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+from worldforge import heavy
+from worldforge.core.canonical import pretty_json
+from worldforge.core.digests import digest_bytes, digest_file, digest_payload
+from worldforge.core.io import atomic_write_text
+from worldforge.pcg.levels.drop_plan import simulate_drops
+from worldforge.pcg.similarity.training import card
+from worldforge.pcg.similarity.training import families as lf
+from worldforge.pcg.similarity.training import loop as lt
+from worldforge.pcg.similarity.training.grids import beside_ink
 
-import letter_families as lf  # noqa: E402
-import letter_training as lt  # noqa: E402
-from letter_grids import beside_ink  # noqa: E402
-
-from worldforge.core.canonical import pretty_json  # noqa: E402
-from worldforge.core.digests import digest_bytes, digest_file, digest_payload  # noqa: E402
-from worldforge.core.io import atomic_write_text  # noqa: E402
-from worldforge.pcg.levels.drop_plan import simulate_drops  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[4]
 DEFAULT_OUT = ROOT / "worldforge" / "pcg" / "assets" / "letter-classifier"
 DEFAULT_MANIFEST = ROOT / "dataset-manifests" / "letter-classifier.json"
 DEFAULT_RESULTS = ROOT / "docs" / "classifier.json"
@@ -187,7 +188,9 @@ def classify_pngs(folder: Path, split_list: list[lt.Split]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m worldforge.pcg.similarity.training", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
@@ -236,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--out {args.out}: outside the project; the dataset manifest cannot name it (add --no-manifest)"
         )
 
-    import torch
+    torch = heavy.torch()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -313,15 +316,13 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
     }
     atomic_write_text(args.out / "training.json", pretty_json(meta))
-    import letter_card
-
-    atomic_write_text(args.out / "README.md", letter_card.model_card(meta))
+    atomic_write_text(args.out / "README.md", card.model_card(meta))
     args.results.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.results, pretty_json({**meta, "baseline": baseline, "timing": timing}))
     if args.manifest is not None:
         from worldforge.datasets import validate_manifest
 
-        payload = letter_card.manifest(ROOT, args.out, meta)
+        payload = card.manifest(ROOT, args.out, meta)
         validate_manifest(payload, source=str(args.manifest), root=ROOT)
         atomic_write_text(args.manifest, pretty_json(payload))
     print(

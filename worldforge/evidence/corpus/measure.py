@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Recall and false-positive rate of the redactor and the bundle gate on a secret corpus we did not write.
 
-    python scripts/measure_secret_corpus.py [--corpus tests/fixtures/secrets/gitleaks_samples.json]
+    python -m worldforge.evidence.corpus.measure [--corpus tests/fixtures/secrets/gitleaks_samples.json]
         [--output docs/secret_corpus.json]
 
 The corpus is gitleaks' published sample secrets (true positives and benign look-alikes per rule;
@@ -32,13 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from worldforge.core.canonical import pretty_json
+from worldforge.core.redact import sanitize_text
+from worldforge.evidence.detect import KnownValues, scan_text
+from worldforge.evidence.gate import scan_document
 
-from worldforge.core.canonical import pretty_json  # noqa: E402
-from worldforge.core.redact import sanitize_text  # noqa: E402
-from worldforge.evidence.detect import KnownValues, scan_text  # noqa: E402
-from worldforge.evidence.gate import scan_document  # noqa: E402
+ROOT = Path(__file__).resolve().parents[3]
 
 DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_samples.json"
 
@@ -210,7 +208,9 @@ def markdown_table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m worldforge.evidence.corpus.measure", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "secret_corpus.json")
     parser.add_argument("--markdown", action="store_true", help="also print the docs/evidence.md table")

@@ -16,9 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from letter_grids import Cells, counters, trim
-
 from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH
+from worldforge.pcg.similarity.training.grids import Cells, counters, trim
 
 #: Width / height ratio range of each letter (the rest use ``_ASPECT``).
 _ASPECT = (0.6, 1.25)  # up to the level grid's own 20 x 16: builders fill it

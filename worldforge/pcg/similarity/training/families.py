@@ -15,7 +15,7 @@ letters drawn in a way it never saw:
   that have several (single/two-storey, square/round, W as U with a middle stem, ...), jittered and
   drawn with strokes one to three cells thick.
 * ``block``  - letters laid directly on the block grid as bars, legs and staircases, in the forms
-  builders use (``scripts/letter_blocks.py``): exact, nothing quantized.
+  builders use (:mod:`.blocks`): exact, nothing quantized.
 * ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
   handdrawn-letters.json``). Never used for training in any fold: the independent check.
 
@@ -38,9 +38,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from letter_blocks import block_cells
-from letter_grids import Cells, counters, trim
-
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import (
     GRID_HEIGHT,
@@ -51,8 +48,10 @@ from worldforge.pcg.levels.drop_plan import (
     simulate_drops,
 )
 from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
+from worldforge.pcg.similarity.training.blocks import block_cells
+from worldforge.pcg.similarity.training.grids import Cells, counters, trim
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"
 TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke", "block")
 EVAL_ONLY_FAMILIES = ("hand",)

@@ -1,4 +1,4 @@
-"""Corpus rendering, training and measurement for ``scripts/train_letter_classifier.py``.
+"""Corpus rendering, training and measurement for the training recipe (:mod:`.recipe`).
 
 Levels are rendered by the project's own pipeline (converter -> Box2D -> similarity render) and
 kept as 128 px greyscale (an exact 8x box reduction of the 1024 px image); evaluation sets also keep
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.letters import LETTERS
@@ -64,7 +65,7 @@ class Split:
     small: list[bytes] = field(default_factory=list)
     png: list[bytes] = field(default_factory=list)
     moved: list[float] = field(default_factory=list)
-    #: Per level: whether the build put ink beside the letter (``letter_grids.beside_ink``).
+    #: Per level: whether the build put ink beside the letter (:func:`.grids.beside_ink`).
     beside: list[bool] = field(default_factory=list)
 
     @property
@@ -149,7 +150,8 @@ def as_tensor(splits: list[Split], *, beside: bool | None = None) -> tuple[Any, 
     letter: the two halves of a test set, measured apart.
     """
     import numpy as np
-    import torch
+
+    torch = heavy.torch()
 
     rows = [(s, i) for s in splits for i in s.keep if beside is None or s.beside[i] == beside]
     raw = [s.small[i] for s, i in rows]
@@ -168,8 +170,8 @@ def augment(batch: Any, generator: Any) -> Any:
     (vertical bars filling a gap below a stroke, as the drop planner props up overhangs and
     counters) and small cut-outs (missing blocks).
     """
-    import torch
-    import torch.nn.functional as F
+    torch = heavy.torch()
+    F = heavy.load("torch.nn.functional")
 
     n = batch.shape[0]
     ink = _requantize(1.0 - batch, generator)
@@ -204,8 +206,8 @@ def _grid_bases(cells: int, size: int) -> tuple[Any, Any]:
     off by upsampling one impulse per cell, so the kernel is PyTorch's own; the last two carry the
     affine part: (y, 1) for rows, (1, x) for columns, in ``affine_grid``'s pixel-centre coordinates.
     """
-    import torch
-    import torch.nn.functional as F
+    torch = heavy.torch()
+    F = heavy.load("torch.nn.functional")
 
     impulses = torch.eye(cells).reshape(cells, 1, cells, 1)
     bicubic = F.interpolate(impulses, size=(size, 1), mode="bicubic", align_corners=False)[:, 0, :, 0].T
@@ -224,7 +226,7 @@ def _warped_grid(theta: Any, warp: Any) -> Any:
     the grid and the sampling take 30 ms per 128 images instead of 121 ms, which was two thirds of
     the augmentation's time.
     """
-    import torch
+    torch = heavy.torch()
 
     n, _, cells, _ = warp.shape
     rows, columns = _grid_bases(cells, IMAGE)
@@ -239,15 +241,15 @@ def _warped_grid(theta: Any, warp: Any) -> Any:
 
 def _draw(generator: Any, low: int, high: int) -> int:
     """One integer in [low, high) from ``generator``."""
-    import torch
+    torch = heavy.torch()
 
     return int(torch.randint(low, high, (1,), generator=generator))
 
 
 def _dilate(ink: Any, kh: int = 3, kw: int = 3) -> Any:
     """Max filter over a ``kh`` x ``kw`` window (odd sizes), as two 1-D passes of shifted maxima."""
-    import torch
-    import torch.nn.functional as F
+    torch = heavy.torch()
+    F = heavy.load("torch.nn.functional")
 
     h, w = ink.shape[-2:]
     padded = F.pad(ink, (kw // 2, kw // 2, kh // 2, kh // 2))
@@ -265,7 +267,7 @@ _WEIGHT_KERNELS = ((3, 3), (5, 5), (3, 5), (5, 3), (7, 3), (3, 7))
 
 def _stroke_weight(ink: Any, generator: Any) -> Any:
     """A fifth of the images dilated (one kernel per batch), 15 % eroded by one pixel."""
-    import torch
+    torch = heavy.torch()
 
     draw = torch.rand(ink.shape[0], generator=generator)
     out = ink.clone()
@@ -281,8 +283,8 @@ def _stroke_weight(ink: Any, generator: Any) -> Any:
 
 def _requantize(ink: Any, generator: Any) -> Any:
     """30 % of the images redrawn on a grid of 9-23 cells (area coverage above 0.45-0.6)."""
-    import torch
-    import torch.nn.functional as F
+    torch = heavy.torch()
+    F = heavy.load("torch.nn.functional")
 
     n = ink.shape[0]
     chosen = torch.nonzero(torch.rand(n, generator=generator) < 0.3).flatten()
@@ -304,7 +306,8 @@ def _supports(ink: Any, generator: Any) -> Any:
     more than the work); the draws from ``generator`` are the same calls in the same order.
     """
     import numpy as np
-    import torch
+
+    torch = heavy.torch()
 
     out = ink.clone()
     height, width = ink.shape[-2:]
@@ -336,7 +339,7 @@ def _supports(ink: Any, generator: Any) -> Any:
 
 def _cutouts(ink: Any, generator: Any) -> Any:
     """A fifth of the images lose one rectangle of 6-17 px (a missing or fallen block)."""
-    import torch
+    torch = heavy.torch()
 
     height, width = ink.shape[-2:]
     for i in range(ink.shape[0]):
@@ -350,7 +353,7 @@ def _cutouts(ink: Any, generator: Any) -> Any:
 def _normalize(img: Any, *, channels_last: bool = False) -> Any:
     """(img - 0.5) / 0.5 on three channels; ``channels_last`` lays it out as training wants it
     (one copy instead of two)."""
-    import torch
+    torch = heavy.torch()
 
     layout = torch.channels_last if channels_last else torch.contiguous_format
     return ((img - 0.5) / 0.5).expand(-1, 3, -1, -1).contiguous(memory_format=layout)
@@ -358,11 +361,11 @@ def _normalize(img: Any, *, channels_last: bool = False) -> Any:
 
 def build_model(seed: int) -> Any:
     """Small ResNet (basic blocks, widths 16-128): ~0.3 M parameters, > 1,000 images/s on 2 cores."""
-    import torch
-    from transformers import ResNetConfig, ResNetForImageClassification
+    torch = heavy.torch()
+    transformers = heavy.transformers()
 
     torch.manual_seed(seed)
-    config = ResNetConfig(
+    config = transformers.ResNetConfig(
         num_channels=3,
         embedding_size=16,
         hidden_sizes=[16, 32, 64, 128],
@@ -372,13 +375,11 @@ def build_model(seed: int) -> Any:
         id2label=dict(enumerate(LETTERS)),
         label2id={c: i for i, c in enumerate(LETTERS)},
     )
-    return ResNetForImageClassification(config)
+    return transformers.ResNetForImageClassification(config)
 
 
 def processor() -> Any:
-    from transformers import ViTImageProcessor
-
-    return ViTImageProcessor(
+    return heavy.transformers().ViTImageProcessor(
         do_resize=True,
         size={"height": INPUT, "width": INPUT},
         resample=4,  # BOX: an exact area average of the 1024 px render
@@ -392,7 +393,7 @@ def processor() -> Any:
 
 def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: str, batch: int = 128) -> Any:
     """AdamW + one-cycle, label smoothing 0.1 (softer, better calibrated softmax vectors)."""
-    import torch
+    torch = heavy.torch()
 
     # channels_last: oneDNN's convolutions run about a fifth faster on CPU in that layout; the
     # model goes back to the default layout before it is returned (and saved).
@@ -443,7 +444,7 @@ class FoldJob:
 
 def run_fold(job: FoldJob) -> dict[str, Any]:
     """Train ``job``'s model and return the metrics of every test set (runs in a worker process)."""
-    import torch
+    torch = heavy.torch()
 
     torch.set_num_threads(job.threads)
     data, target = job.train
@@ -468,8 +469,8 @@ def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, Any]]:
 
 def logits_of(model: Any, data: Any, batch: int = 256) -> Any:
     """Logits for 128 px uint8 renders through the same 2x box reduction and normalization."""
-    import torch
-    import torch.nn.functional as F
+    torch = heavy.torch()
+    F = heavy.load("torch.nn.functional")
 
     out = []
     with torch.no_grad():
@@ -481,7 +482,7 @@ def logits_of(model: Any, data: Any, batch: int = 256) -> Any:
 
 def fit_temperature(logits: Any, target: Any) -> float:
     """Temperature minimizing the negative log-likelihood (grid search 0.5..3.0, step 0.05)."""
-    import torch
+    torch = heavy.torch()
 
     best = (math.inf, 1.0)
     for k in range(10, 61):
@@ -493,7 +494,7 @@ def fit_temperature(logits: Any, target: Any) -> float:
 
 def apply_temperature(model: Any, temperature: float) -> None:
     """Fold 1/T into the classification head, so the saved checkpoint's softmax is calibrated."""
-    import torch
+    torch = heavy.torch()
 
     head = model.classifier[-1]
     with torch.no_grad():
