@@ -127,12 +127,26 @@ def cgroup_status() -> tuple[bool, str]:
     return True, f"cgroup v{setup.version}: pids, memory, cpu per sandbox; killed through the group"
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks after boot), or ``None`` when it is gone: with
+    the pid, it names a process uniquely even after the pid is reused."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_tag() -> str:
+    """``<pid>-<start time>`` of this process: the prefix of everything it leaves on the machine."""
+    me = os.getpid()
+    return f"{me}-{process_start_time(me) or 0}"
+
+
+def owner_alive(name: str) -> bool:
+    """Whether the process whose :func:`owner_tag` starts ``name`` is still running."""
+    pid, _, rest = name.partition("-")
+    return pid.isdigit() and process_start_time(int(pid)) == rest.split("-", 1)[0]
 
 
 def _write(path: Path, value: str) -> None:
@@ -155,8 +169,7 @@ class SandboxGroup:
         self.setup = setup
         with _lock:
             n = next(_counter)
-        me = os.getpid()
-        self.name = f"{me}-{_start_time(me) or 0}-{n}"
+        self.name = f"{owner_tag()}-{n}"
         self.folders: dict[str, Path] = {}
         try:
             for controller, parent in setup.parents.items():
@@ -172,6 +185,14 @@ class SandboxGroup:
         except OSError:
             self.remove()
             raise
+
+    @classmethod
+    def adopt(cls, setup: CgroupSetup, name: str) -> SandboxGroup:
+        """The existing groups called ``name`` (a dead evaluator's), to kill and remove them."""
+        group = cls.__new__(cls)
+        group.setup, group.name = setup, name
+        group.folders = {c: p / PARENT / name for c, p in setup.parents.items()}
+        return group
 
     def _limit(self, limits: GroupLimits) -> None:
         period = 100_000
@@ -277,15 +298,9 @@ def remove_stale() -> list[str]:
         if not base.is_dir():
             continue
         for folder in sorted(base.iterdir()):
-            pid_text, _, rest = folder.name.partition("-")
-            started = rest.rsplit("-", 1)[0]
-            if not pid_text.isdigit() or _start_time(int(pid_text)) == started:
+            if owner_alive(folder.name):
                 continue  # a live evaluator's group
-            stale = SandboxGroup.__new__(SandboxGroup)
-            stale.setup = setup
-            stale.name = folder.name
-            stale.folders = {c: p / PARENT / folder.name for c, p in setup.parents.items()}
-            stale.remove()
+            SandboxGroup.adopt(setup, folder.name).remove()
             removed.append(folder.name)
     return sorted(set(removed))
 
@@ -297,5 +312,8 @@ __all__ = [
     "SandboxGroup",
     "cgroup_status",
     "detect",
+    "owner_alive",
+    "owner_tag",
+    "process_start_time",
     "remove_stale",
 ]

@@ -78,6 +78,8 @@ OUTER_GRACE_S = 10.0
 #: Memory a sandbox may use beyond the trial's own cap: the warm host and its relay.
 HOST_MEMORY_BYTES = 512 * 1024 * 1024
 _READY_SECONDS = 120.0
+#: What :meth:`TrialHost._read_line` returns when the host said nothing in time.
+_SILENT = object()
 _STDERR_LINES = 8
 #: Evaluator-side folders of sandboxes (gateway sockets, host stderr): ``<root>/<pid>-<start>``.
 RUNTIME_ROOT = Path(tempfile.gettempdir()) / "worldforge-sandboxes"
@@ -147,16 +149,9 @@ def sandbox_notes(isolation: str) -> dict[str, Any]:
     }
 
 
-def _start_time() -> str:
-    try:
-        return Path("/proc/self/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return "0"
-
-
 def runtime_folder() -> Path:
     """This evaluator's folder of sandbox sockets and logs (made once, ``0700``)."""
-    folder = RUNTIME_ROOT / f"{os.getpid()}-{_start_time()}"
+    folder = RUNTIME_ROOT / cgroups.owner_tag()
     RUNTIME_ROOT.mkdir(mode=0o711, exist_ok=True)
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder
@@ -168,13 +163,7 @@ def remove_stale() -> list[str]:
     removed = cgroups.remove_stale()
     if RUNTIME_ROOT.is_dir():
         for folder in sorted(RUNTIME_ROOT.iterdir()):
-            pid, _, started = folder.name.partition("-")
-            try:
-                alive = pid.isdigit() and Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(
-                    ")", 1)[1].split()[19] == started  # fmt: skip
-            except OSError:
-                alive = False
-            if not alive:
+            if not cgroups.owner_alive(folder.name):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.name)
     return removed
@@ -304,7 +293,6 @@ def host_config(spec: HostSpec, scratch: str) -> dict[str, Any]:
         "gateway_port": spec.gateway_port,
         "relay_socket": INSIDE_SOCKET if sandboxed else None,
         "namespaces": sandboxed,
-        "pid_namespace": sandboxed,
         "deny_read": [] if sandboxed else [p + os.sep for p in _existing([home, "/home", *spec.hidden])],
         "allow_read": [p + os.sep for p in _existing(python_paths(spec.python))],
         "env": dict(BASE_ENV),
@@ -391,10 +379,12 @@ class TrialHost:
         return (" (stderr: " + " | ".join(lines) + ")") if lines else ""
 
     def _read_line(self, timeout: float) -> Any:
+        """The next JSON line; ``None`` at end of output or for a line that is not JSON, and
+        :data:`_SILENT` when nothing came within ``timeout`` (the host is hung, not gone)."""
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         if not ready:
-            return None
+            return _SILENT
         line = self.proc.stdout.readline()
         try:
             return json.loads(line) if line else None
@@ -417,10 +407,9 @@ class TrialHost:
         answer = self._read_line(limit + OUTER_GRACE_S)
         if isinstance(answer, dict):
             return answer
-        hung = self.alive()
         self.kill()
         self.close()
-        if hung:
+        if answer is _SILENT:
             return {
                 "outcome": "killed",
                 "reason": f"wall-clock limit: killed after {limit:g} s (the sandbox, by the evaluator)",

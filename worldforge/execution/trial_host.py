@@ -477,14 +477,13 @@ def _run(cfg: dict[str, Any], req: dict[str, Any], relay_pid: int | None) -> dic
         status = int(text) if text.isdigit() else signal.SIGKILL
     for fd in (out_r, res_r, pipes["status_r"]):
         os.close(fd)
-    if cfg["pid_namespace"]:
+    if cfg["namespaces"]:  # the trial's files died with its mount namespace
         _sweep({os.getpid(), *([relay_pid] if relay_pid else [])})
     else:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-    if not cfg["namespaces"]:
         shutil.rmtree(scratch, ignore_errors=True)
     seconds = round(time.monotonic() - started, 3)
     answer: dict[str, Any] = {"id": req.get("id"), "seconds": seconds, "output_bytes": output}
