@@ -68,6 +68,11 @@ def deadline(seconds: float) -> Iterator[None]:
 @pytest.fixture
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every path the process opens from now on (``os.open`` names, ``open`` paths)."""
+    return record_opens(monkeypatch)
+
+
+def record_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Spy on ``os.open`` and ``open``: the list fills with every path opened from now on."""
     seen: list[str] = []
     real_os_open, real_open = os.open, builtins.open
 

@@ -3,8 +3,6 @@ team's folder are refused with one line naming them, never followed, opened or d
 
 from __future__ import annotations
 
-import builtins
-import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.execution.test_files import deadline
+from tests.execution.test_files import deadline, record_opens
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution.files import copy_tree
@@ -49,21 +47,7 @@ def _write(folder: Path, entries: Mapping[str, str | bytes]) -> Path:
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every path opened from now on; the evaluator's environment is set to hold a secret."""
     monkeypatch.setenv("WF_TEST_API_KEY", SECRET)
-    seen: list[str] = []
-    real_os_open, real_open = os.open, builtins.open
-
-    def os_open(path: Any, *args: Any, **kwargs: Any) -> int:
-        seen.append(os.fsdecode(path))
-        return real_os_open(path, *args, **kwargs)
-
-    def py_open(file: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(os.fsdecode(file) if not isinstance(file, int) else f"fd:{file}")
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", os_open)
-    monkeypatch.setattr(builtins, "open", py_open)
-    monkeypatch.setattr(io, "open", py_open)
-    return seen
+    return record_opens(monkeypatch)
 
 
 def _refused(call: Any) -> str:
