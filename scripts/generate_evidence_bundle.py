@@ -1,30 +1,25 @@
 #!/usr/bin/env python3
-"""Bundle one or more preserved runs into a single checkout-safe evidence bundle.
+"""Bundle preserved runs into one checkout-safe evidence bundle: ``worldforge runs bundle`` under the
+spelling the evaluation docs give.
 
     python scripts/generate_evidence_bundle.py --workspace-dir .worldforge [--run-id ID ...]
         [--output DIR] [--overwrite] [--zip]
 
-Default output: ``<workspace>/evidence-bundles/<YYYYMMDDTHHMMSSZ>/``. Every run file is sanitized in
-place (secrets, signed-URL parameters, host paths), listed in ``evidence_manifest.json`` with its
-digests, and summarised in ``summary.md``; ``--zip`` also writes a byte-reproducible zip that
-``worldforge runs verify`` accepts. A second, independent detector then re-scans every written
-byte and name; anything it finds marks the bundle unsafe, keeps no zip and exits 1 listing file,
-line and rule. Exit 0 on success, 1 when the gate fails, 2 on bad input.
+Everything happens in ``worldforge runs bundle`` (several ids, or ``--all`` when no ``--run-id``
+is given); this file only translates the options, so the two spellings cannot drift apart. Exit 0
+on success, 1 when the bundle gate fails, 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--workspace-dir", type=Path, default=None, help="run workspace (default: config or .worldforge)"
-    )
+    parser.add_argument("--workspace-dir", type=Path, default=None, help="run workspace")
     parser.add_argument(
         "--run-id", action="append", default=[], help="run id to include (repeatable; default all)"
     )
@@ -33,40 +28,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zip", action="store_true", help="also write <output>.zip (byte-reproducible)")
     args = parser.parse_args(argv)
 
-    from worldforge.config import default_workspace_dir
-    from worldforge.core.errors import WorldForgeError
-    from worldforge.core.redact import sanitize_text
-    from worldforge.evidence.bundle import build_bundle
+    from datetime import UTC, datetime
 
-    workspace = args.workspace_dir or default_workspace_dir()
-    output = args.output or workspace / "evidence-bundles" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    try:
-        result = build_bundle(workspace, args.run_id, output, overwrite=args.overwrite, make_zip=args.zip)
-    except WorldForgeError as exc:
-        print(f"error: {sanitize_text(str(exc))}", file=sys.stderr)
-        return 2
-    manifest = result.manifest
-    shown = sanitize_text(str(result.output_dir))  # printed lines leave the machine in issues too
-    print(f"wrote {shown}")
-    print(f"manifest: {shown}/evidence_manifest.json")
-    print(f"summary: {shown}/summary.md")
-    if result.zip_path:
-        print(f"zip: {sanitize_text(str(result.zip_path))}")
-    print(
-        f"runs: {manifest['run_count']}  included: {manifest['included_count']}  "
-        f"excluded: {manifest['excluded_count']}  redactions: {manifest['redaction_count']}  "
-        f"safe_to_attach: {str(manifest['safe_to_attach']).lower()}"
-    )
-    if not result.safe_to_attach:
-        for line in result.gate_lines():
-            print(f"gate: {line}", file=sys.stderr)
-        print(
-            "error: the bundle gate found secret- or host-shaped text; nothing is marked safe.",
-            file=sys.stderr,
-        )
-        return 1
+    from worldforge.cli.app import app
+
+    command = ["runs", "bundle", *(args.run_id or ["--all"])]
+    if args.workspace_dir is not None:
+        command += ["--workspace-dir", str(args.workspace_dir)]
+    if args.output is None and len(args.run_id) == 1:
+        # The CLI files a single run under issue-bundles/<id>; this spelling keeps every bundle
+        # under evidence-bundles/<UTC time> as the evaluation docs say.
+        from worldforge.config import default_workspace_dir
+
+        workspace = args.workspace_dir or default_workspace_dir()
+        args.output = workspace / "evidence-bundles" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if args.output is not None:
+        command += ["--output", str(args.output)]
+    command += ["--overwrite"] * args.overwrite + ["--zip"] * args.zip
+    app(args=command, prog_name="worldforge")  # exits with the command's code
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

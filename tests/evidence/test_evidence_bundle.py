@@ -217,6 +217,45 @@ def test_generate_evidence_bundle_script(tmp_path: Path) -> None:
     assert len(zips) == 1 and verify_bundle_zip(zips[0]).ok
 
 
+
+def _bundle_cli(*args: str) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from worldforge.cli.app import app
+
+    result = CliRunner().invoke(app, ["runs", "bundle", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_runs_bundle_several_ids_or_all(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    a, b, c = make_run(ws), make_run(ws), make_run(ws)
+    code, out, _ = _bundle_cli(a, b, "-w", str(ws), "-o", str(tmp_path / "two"), "--zip", "--format", "json")
+    two = json.loads(out)
+    assert code == 0 and two["bundle_kind"] == "evidence" and two["run_count"] == 2
+    assert sorted(two["run_ids"]) == sorted([a, b]) and two["safe_to_attach"] is True
+    assert not (tmp_path / "two" / "issue.md").exists() and verify_bundle_zip(tmp_path / "two.zip").ok
+    code, out, _ = _bundle_cli("--all", "-w", str(ws))
+    assert code == 0 and "runs: 3" in out and "safe_to_attach: true" in out
+    (made,) = (ws / "evidence-bundles").iterdir()
+    assert json.loads((made / "evidence_manifest.json").read_text())["run_count"] == 3
+    # one id stays the issue bundle, under issue-bundles/<id>
+    code, out, _ = _bundle_cli(c, "-w", str(ws))
+    assert code == 0 and out.startswith("## WorldForge run issue")
+    assert (ws / "issue-bundles" / c / "issue.md").is_file()
+
+
+def test_runs_bundle_needs_ids_or_all_not_both(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    a = make_run(ws)
+    code, _, err = _bundle_cli("-w", str(ws))
+    assert code == 2 and "give a run id, several run ids, or --all" in err
+    code, _, err = _bundle_cli(a, "--all", "-w", str(ws))
+    assert code == 2 and "not both" in err
+    code, _, err = _bundle_cli(a, "nope", "-w", str(ws))
+    assert code == 2 and "'nope': not found" in err and not (ws / "evidence-bundles").exists()
+
+
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 SECRET_ST = st.one_of(
     st.text(_ALNUM, min_size=36, max_size=36).map(lambda s: "ghp_" + s),

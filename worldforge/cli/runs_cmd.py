@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import typer
 
 from worldforge.cli._common import check_format, cli_errors, format_option
 from worldforge.core.canonical import pretty_json
-from worldforge.core.errors import GateFailure
+from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.redact import sanitize_text
 from worldforge.workspace import apply_prune, diff_runs, list_runs, load_manifest, plan_prune, resolve_run_dir
 from worldforge.workspace.resume import plan_resume
@@ -336,45 +337,80 @@ def prune_cmd(
 
 @runs_app.command("bundle")
 def bundle_cmd(
-    run_id: str = typer.Argument(..., help="Run id or unique prefix."),
+    run_ids: list[str] = typer.Argument(
+        None, help="Run ids or unique prefixes (one: an issue bundle; several: one evidence bundle)."
+    ),
     workspace_dir: Path | None = _WS_OPT,
+    every: bool = typer.Option(False, "--all", help="Bundle every run of the workspace."),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Bundle directory (default DIR/issue-bundles/<id>)."
+        None,
+        "--output",
+        "-o",
+        help="Bundle directory (default DIR/issue-bundles/<id>, or DIR/evidence-bundles/<UTC time>).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output directory."),
     make_zip: bool = typer.Option(False, "--zip", help="Also write a byte-reproducible <output>.zip."),
     fmt: str = format_option("md", ("md", "json")),
 ) -> None:
-    """Write an issue-ready evidence bundle for one run (sanitized copies, manifest, summary, issue.md)."""
+    """Write a sanitized evidence bundle: one run gives an issue bundle (with issue.md); several ids
+    or --all give one release-review bundle of those runs (manifest and summary.md).
+
+    Either way every copied file is sanitized, listed with its digests, and re-scanned by the
+    independent gate; a finding marks the bundle unsafe, keeps no zip and exits 1.
+    """
     with cli_errors():
         check_format(fmt, ("md", "json"))
         from worldforge.evidence.bundle import build_bundle
 
+        refs = list(run_ids or [])
+        if every and refs:
+            raise WorldForgeError("runs bundle: give run ids or --all, not both.")
+        if not every and not refs:
+            raise WorldForgeError("runs bundle: give a run id, several run ids, or --all.")
         ws = _workspace(workspace_dir)
-        run_dir = resolve_run_dir(ws, run_id)
-        out = output or ws / "issue-bundles" / run_dir.name
-        result = build_bundle(ws, [run_dir.name], out, overwrite=overwrite, make_zip=make_zip, issue=True)
+        issue = len(refs) == 1
+        if issue:
+            run_dir = resolve_run_dir(ws, refs[0])
+            refs = [run_dir.name]
+            out = output or ws / "issue-bundles" / run_dir.name
+        else:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            out = output or ws / "evidence-bundles" / stamp
+        result = build_bundle(ws, refs, out, overwrite=overwrite, make_zip=make_zip, issue=issue)
+        m = result.manifest
+        where = sanitize_text(str(result.output_dir))  # printed lines leave the machine in issues too
+        zipped = sanitize_text(str(result.zip_path)) if result.zip_path else None
         if fmt == "json":
-            m = result.manifest
             _print_json(
                 {
-                    "run_id": run_dir.name,
-                    "output_dir": sanitize_text(str(result.output_dir)),
-                    "zip_path": sanitize_text(str(result.zip_path)) if result.zip_path else None,
+                    "run_ids": [row["run_id"] for row in m["runs"]],
+                    "bundle_kind": m["bundle_kind"],
+                    "output_dir": where,
+                    "zip_path": zipped,
                     "safe_to_attach": m["safe_to_attach"],
+                    "run_count": m["run_count"],
                     "included_count": m["included_count"],
                     "excluded_count": m["excluded_count"],
                     "redaction_count": m["redaction_count"],
                     "bundle_digest": m["bundle_digest"],
-                    "first_triage_step": m["first_triage_step"],
+                    "first_triage_step": m.get("first_triage_step"),
                     "gate": m.get("gate"),
                 }
             )
-        else:
+        elif issue:
             sys.stdout.write((result.output_dir / "issue.md").read_text(encoding="utf-8"))
-            where = sanitize_text(str(result.output_dir))
-            zipped = f"\nzip: {sanitize_text(str(result.zip_path))}" if result.zip_path else ""
-            typer.echo(f"\nbundle: {where}{zipped}", err=True)
+            typer.echo(f"\nbundle: {where}" + (f"\nzip: {zipped}" if zipped else ""), err=True)
+        else:
+            typer.echo(f"wrote {where}")
+            typer.echo(f"manifest: {where}/evidence_manifest.json")
+            typer.echo(f"summary: {where}/summary.md")
+            if zipped:
+                typer.echo(f"zip: {zipped}")
+            typer.echo(
+                f"runs: {m['run_count']}  included: {m['included_count']}  "
+                f"excluded: {m['excluded_count']}  redactions: {m['redaction_count']}  "
+                f"safe_to_attach: {str(m['safe_to_attach']).lower()}"
+            )
         if not result.safe_to_attach:
             for line in result.gate_lines():
                 typer.echo(f"gate: {line}", err=True)
