@@ -67,6 +67,43 @@ def test_sensitive_driver_variables_are_blanked() -> None:
     assert scrubbed_env(env) == {"HF_TOKEN": "", "OPENAI_API_KEY": ""}
 
 
+def test_ray_token_is_not_blanked_for_workers() -> None:
+    env = {"RAY_AUTH_TOKEN": "t", "RAY_AUTH_MODE": "token", "GITHUB_TOKEN": "g"}
+    assert scrubbed_env(env) == {"GITHUB_TOKEN": ""}
+
+
+def test_private_cluster_leaves_the_users_ray_setup_as_found(tmp_path: Path) -> None:
+    """Started without an address, the private cluster authenticates with a token of its own that
+    never touches the disk: no ``~/.ray/auth_token`` (which would turn token authentication on for
+    every cluster the user starts later and make ``ray status`` fail) and Ray's variables restored
+    after shutdown, twice in one process."""
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (
+        "import os\n"
+        "from worldforge.execution.ray import RayExecutor\n"
+        "names = ('RAY_AUTH_MODE', 'RAY_AUTH_TOKEN', 'RAY_AUTH_TOKEN_PATH')\n"
+        "before = {n: os.environ.get(n) for n in names}\n"
+        "for _ in range(2):\n"
+        "    ex = RayExecutor(workers=1)\n"
+        "    assert os.environ['RAY_AUTH_MODE'] == 'token'\n"
+        "    assert ex.submit(pow, 2, 10).result(timeout=120) == 1024\n"
+        "    ex.shutdown()\n"
+        "    assert {n: os.environ.get(n) for n in names} == before, os.environ\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "HOME": str(home), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
 def test_local_executor_keeps_input_order() -> None:
     local = create_executor("local", 2)
     try:

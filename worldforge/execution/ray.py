@@ -14,7 +14,12 @@ Design points:
   deems sensitive (``*_API_KEY``, ``*TOKEN*``, ...) is blanked in the job's ``runtime_env``, so
   workers, including those of a cluster this process starts itself, never see them.
 * Without an address a private single-machine cluster is started on the loopback interface with a
-  capped object store (about 200 MB): units carry kilobytes, not gigabytes.
+  capped object store (about 200 MB): units carry kilobytes, not gigabytes. It keeps Ray's token
+  authentication, but with a token of its own held in this process's environment only: left to
+  itself Ray would write ``~/.ray/auth_token`` and export ``RAY_AUTH_MODE=token``, and every cluster
+  the user starts afterwards (``ray start --head``) would turn token authentication on and refuse
+  ``ray status``. The user's Ray setup is left as it was found; the variables are restored at
+  shutdown.
 * Each task reports the node it ran on; :class:`~worldforge.execution.base.NodeFuture` carries it
   to the driver, which may log it (informational, never digested).
 * Work that needs an expensive state (a classifier's weights) runs in long-lived actors
@@ -28,6 +33,7 @@ Design points:
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -52,11 +58,43 @@ def _import_ray() -> Any:
         raise WorldForgeError(EXTRA_HINT) from None
 
 
+#: Ray's own authentication variables: workers need them to talk to their cluster, so they are
+#: never blanked, and a private cluster sets them for its lifetime only.
+RAY_AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
 def scrubbed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """``{NAME: ""}`` for every sensitive variable of the driver's environment (the job's
-    ``runtime_env`` sets them to empty strings in every worker)."""
+    ``runtime_env`` sets them to empty strings in every worker), except Ray's own token, without
+    which a worker could not join a cluster that authenticates."""
     env = os.environ if environ is None else environ
-    return {name: "" for name in sorted(env) if is_sensitive_key(name)}
+    return {name: "" for name in sorted(env) if is_sensitive_key(name) and name not in RAY_AUTH_VARS}
+
+
+def _private_auth() -> dict[str, str | None]:
+    """Give a private cluster a fresh token in this process's environment (never on disk) and
+    return the variables as they were, for :func:`_restore_env`."""
+    saved = {name: os.environ.get(name) for name in RAY_AUTH_VARS}
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    return saved
+
+
+def _restore_env(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _reload_auth(ray: Any) -> None:
+    """Make this process's Ray read its authentication variables again: Ray caches the mode and the
+    token at first use, and refreshes them the same way when it turns token mode on itself."""
+    raylet = ray._raylet
+    raylet.Config.initialize("")
+    raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _run_unit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any]:
@@ -234,13 +272,21 @@ class RayExecutor(Executor):
                 _node_ip_address="127.0.0.1",
             )
         self._owns = not ray.is_initialized()
+        self._saved_env: dict[str, str | None] | None = None
         if self._owns:
+            if not address:
+                self._saved_env = _private_auth()
+                _reload_auth(ray)
             try:
                 ray.init(**kwargs)
             except ConnectionError as exc:
+                self._restore()
                 raise WorldForgeError(
                     f"--ray-address {address}: cannot connect to a Ray cluster ({exc})."
                 ) from None
+            except BaseException:
+                self._restore()
+                raise
         # SPREAD: Ray's default packs tasks onto the driver's node while it has room, which left a
         # second node nearly idle in the two-node benchmark; units are uniform, so spread them.
         self._remote = ray.remote(max_retries=TASK_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(
@@ -274,6 +320,14 @@ class RayExecutor(Executor):
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()
             self._owns = False
+        self._restore()
+
+    def _restore(self) -> None:
+        """Put Ray's authentication variables back as they were before a private cluster."""
+        if self._saved_env is not None:
+            _restore_env(self._saved_env)
+            self._saved_env = None
+            _reload_auth(self._ray)
 
 
 def start_ray(workers: int, *, address: str | None = None) -> RayExecutor:
