@@ -100,7 +100,8 @@ def _suite_once(gateway: bool, workers: int, classifier: Any) -> tuple[float, st
             state=state,
         )
         wall = time.perf_counter() - started
-    return wall, str(report.provenance.result_digest), dict(state.timings)
+    digest = report.provenance.result_digest if report.provenance else None
+    return wall, str(digest), dict(state.timings)
 
 
 def _suite(repeat: int, workers: int) -> dict[str, Any]:

@@ -9,8 +9,12 @@ inflates wall time; wall-clock figures are reported beside them. The digest of e
 compared across repeats (and, with ``--check-uncached``, with a run that simulates and renders in
 one pass without the sidecar), so a speed-up can never change the official outputs.
 
+The score stage's ranking uncertainty is timed on its own (``ranking_uncertainty`` in the JSON): 10
+programs x 26 letters x 3 models scored from synthetic trials, then 10,000 letter draws with the
+adjacent sign-flip tests; its goal is under 1 second. ``--uncertainty-only`` measures just that.
+
     python scripts/bench_pcg_stages.py --out docs/bench_pcg_stages.json [--levels 300]
-        [--workers 2] [--repeats 3]
+        [--workers 2] [--repeats 3] [--uncertainty-only]
 """
 
 from __future__ import annotations
@@ -76,6 +80,45 @@ def outputs_digest(folder: Path) -> str:
     return digest_payload(files)
 
 
+def time_uncertainty(
+    programs: int = 10, letters: int = 26, models: int = 3, resamples: int = 10_000, repeats: int = 5
+) -> dict[str, Any]:
+    """Seconds to compute the ranking uncertainty of a scored run (median of ``repeats``)."""
+    import random
+
+    from worldforge.pcg.letters import LETTERS
+    from worldforge.pcg.scoring.scores import ProgramData, ranking_for, score_competition
+    from worldforge.pcg.scoring.uncertainty import uncertainty_for
+
+    rand = random.Random(0)
+    chars = LETTERS[:letters]
+    per_model = {}
+    for m in range(models):
+        data = []
+        for k in range(programs):
+            p = ProgramData(name=f"program{k}")
+            for c in chars:
+                p.stability[c] = [(f"{c}_{t}", rand.random()) for t in range(1, 11)]
+                p.similarity[c] = [(f"{c}_{t}", rand.random() ** (k + 1)) for t in range(1, 11)]
+                p.diversity[c] = rand.random()
+            data.append(p)
+        per_model[f"model{m}"] = score_competition(data, trials=10, characters=chars)
+    ranking = ranking_for(per_model["model0"])
+    seconds = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        uncertainty_for(per_model, ranking, resamples=resamples)
+        seconds.append(time.perf_counter() - t0)
+    return {
+        "programs": programs,
+        "letters": letters,
+        "models": models,
+        "resamples": resamples,
+        "seconds_median": round(statistics.median(seconds), 4),
+        "goal_seconds": 1.0,
+    }
+
+
 def _load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -87,10 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--check-uncached", action="store_true", help="also compare with a one-pass run")
+    parser.add_argument("--uncertainty-only", action="store_true", help="time only the ranking uncertainty")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
 
     from worldforge.core.io import atomic_write_text
+
+    uncertainty = time_uncertainty()
+    print(json.dumps({"ranking_uncertainty": uncertainty}), file=sys.stderr)
+    if args.uncertainty_only:
+        atomic_write_text(args.out, json.dumps({"ranking_uncertainty": uncertainty}, indent=2) + "\n")
+        return 0
+
     from worldforge.pcg.levels.convert import convert
 
     bench = _bench_pcg()
@@ -139,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "outputs_identical_across_repeats": len(digests) == 1,
         "outputs_identical_to_simulating_twice": None if uncached is None else digests == {uncached},
         "runs": runs,
+        "ranking_uncertainty": uncertainty,
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             "meets_goal": wall < 60,
             "failed_trials": sum(r.metrics["failed_trials"] for r in report.results),
             "stages_seconds": {k: round(v, 3) for k, v in sorted(state.timings.items())},
-            "result_digest": report.provenance.result_digest,
+            "result_digest": report.provenance.result_digest if report.provenance else None,
         },
         **({"field": field} if field is not None else {}),
         "machine": {

@@ -8,6 +8,11 @@ report sections) and writes JSON with the stage breakdown. Goal: < 15 s on a 2-c
     python scripts/bench_suite.py [--output bench-results/bench_suite.json] [--workers N]
                                   [--run-workspace DIR] [--letters A-Z] [--trials 10]
 
+``--uncertainty-resamples N`` sets the ranking's letter bootstrap (0: off; the suite's default
+otherwise). The suite's one program leaves the intervals uncomputed (a ranking needs two), so the
+JSON also times the bootstrap alone on a 10-program x 26-letter cohort at the default 10,000 draws
+(``ranking_uncertainty``), the cost a full competition cohort adds to the report.
+
 Stage caches are disabled (a fresh temporary cache directory) so every level is computed. The
 directory is made under ``--dir`` (default: the current directory), as the suite's own cache lives
 in the project's ``.worldforge``: on some machines the system's ``/tmp`` is a slower file system
@@ -36,6 +41,29 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _uncertainty_cost(programs: int = 10, letters: int = 26) -> dict[str, object]:
+    """Seconds the ranking's letter bootstrap takes for a full cohort (seeded character scores)."""
+    import numpy as np
+
+    from worldforge.pcg.scoring.uncertainty import DEFAULT_RESAMPLES, LetterScores, ranking_uncertainty
+
+    scores = np.random.default_rng(2029).random((programs, letters))
+    cohort = LetterScores(
+        tuple(f"program-{k}" for k in range(programs)),
+        tuple(chr(ord("A") + j) for j in range(letters)),
+        tuple(tuple(float(v) for v in row) for row in scores),
+    )
+    started, cpu = time.perf_counter(), time.process_time()
+    ranking_uncertainty(cohort, resamples=DEFAULT_RESAMPLES)
+    return {
+        "programs": programs,
+        "letters": letters,
+        "resamples": DEFAULT_RESAMPLES,
+        "seconds": round(time.perf_counter() - started, 3),
+        "cpu_seconds": round(time.process_time() - cpu, 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "bench-results" / "bench_suite.json")
@@ -47,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--classifier", default=None, help="classifier id or folder (default: bundled)")
     parser.add_argument(
         "--run-workspace", type=Path, default=None, help="also record the run (slower: fsyncs)"
+    )
+    parser.add_argument(
+        "--uncertainty-resamples", type=int, default=None, help="ranking bootstrap draws (0: off)"
     )
     parser.add_argument(
         "--dir", type=Path, default=Path("."), help="where the temporary stage cache is made (default: .)"
@@ -76,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             "progress": False,
             "cache_dir": cache,
         }
+        if args.uncertainty_resamples is not None:
+            options["uncertainty_resamples"] = args.uncertainty_resamples
         forge = WorldForge()
         load_before = os.getloadavg()
         cpu_self, cpu_children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
@@ -104,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "items": items,
         "models": models,
         "program": args.program,
+        "uncertainty_resamples": args.uncertainty_resamples,
         "letters": args.letters,
         "trials": args.trials,
         "workers": workers,
@@ -123,10 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_before": [round(v, 2) for v in load_before],
         "html_render_seconds": round(html_s, 3),
         "html_bytes": len(html.encode("utf-8")),
+        "ranking_uncertainty": _uncertainty_cost(),
         "classifier_load_seconds": round(load_s, 3),
         "classifier": classifier_identity,
         "failed_trials": sum(r.metrics["failed_trials"] for r in report.results),
-        "result_digest": report.provenance.result_digest,
+        "result_digest": report.provenance.result_digest if report.provenance else None,
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),

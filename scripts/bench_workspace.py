@@ -11,6 +11,10 @@
 2. Bundle and verify of a 5,000-file run: a run with 5,000 item records is bundled (sanitized copy,
    evidence manifest, summary) — budget 5 s — and the bundle is verified offline (every digest, the
    bundle digest, the run's chain and item records) — budget 2 s.
+3. Attesting that bundle: the run checked (still running? digests intact?), a test-result and a
+   provenance Statement over every bundled file, signed with Ed25519 — budget 1 s on top of the
+   bundle. Attesting the run in place (``eval --attest``: the bundle's cleaning and withholding
+   decide the subjects) is reported beside it.
 
 Workspaces and bundles are written under ``--dir`` (default: the current directory, where
 ``.worldforge`` lives), in a temporary folder removed afterwards. The file system matters: on some
@@ -111,6 +115,7 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
         if not (report.ok and run_report.ok):
             raise RuntimeError("bundle or run failed verification during the benchmark")
         file_count = result.manifest["included_count"] + result.manifest["excluded_count"]
+        attest = bench_attest(Path(tmp), run.dir, result.output_dir, result.manifest)
     return [
         {
             "name": "bundle_5000_file_run",
@@ -129,7 +134,32 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
             "passed": verify_s < 2.0,
             "detail": {"run_verify_s": round(run_verify_s, 3), "user_cpu_s": round(verify_cpu_s, 3)},
         },
+        attest,
     ]
+
+
+def bench_attest(tmp: Path, run_dir: Path, bundle_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What ``runs bundle --attest --sign-key`` adds to the bundle, and ``eval --attest`` to the run."""
+    from worldforge.evidence.attest import attest_bundle, attest_run, check_attestable
+    from worldforge.evidence.keys import generate_keypair, load_signing_key
+
+    private, _, _ = generate_keypair(tmp / "keys")
+    key = load_signing_key(private)
+    start, cpu = time.perf_counter(), os.times().user
+    check_attestable(run_dir)
+    attest_bundle(bundle_dir, manifest, key)
+    bundle_s, bundle_cpu_s = time.perf_counter() - start, os.times().user - cpu
+    start = time.perf_counter()
+    attest_run(run_dir, key)
+    run_s = time.perf_counter() - start
+    return {
+        "name": "attest_5000_file_bundle",
+        "value": round(bundle_s, 3),
+        "unit": "seconds",
+        "budget": 1.0,
+        "passed": bundle_s < 1.0,
+        "detail": {"user_cpu_s": round(bundle_cpu_s, 3), "attest_run_in_place_s": round(run_s, 3)},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

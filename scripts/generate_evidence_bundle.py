@@ -48,5 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     app(args=command, prog_name="worldforge")  # exits with the command's code
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

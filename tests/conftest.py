@@ -15,12 +15,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _isolated_suite_registry() -> Iterator[None]:
-    from worldforge.evaluation.suite import EvaluationSuite
+    from worldforge.evaluation.suite import SUITES
 
-    saved = dict(EvaluationSuite._registry)
+    saved = dict(SUITES._registered)
     yield
-    EvaluationSuite._registry.clear()
-    EvaluationSuite._registry.update(saved)
+    SUITES._registered.clear()
+    SUITES._registered.update(saved)
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ End-to-end tests run commands from one temporary directory with the workspace an
 else (so the sanitizer cannot simply strip the current directory) and then call
 :func:`assert_no_host_leaks` on every workspace and every captured report.
 
-``.local/`` (the exact argv and cwd that ``runs resume`` replays) and ``.lock`` are local-only by
-design and never bundled, so they are skipped. Inline ``data:`` URIs (thumbnails in HTML reports) are
-dropped before scanning, because base64 can spell anything.
+``.local/`` (the exact argv, start directory and request ``runs resume`` reads) and ``.lock`` are
+local-only by design and never bundled, so they are skipped. Inline ``data:`` URIs (thumbnails in
+HTML reports) are dropped before scanning, because base64 can spell anything.
 """
 
 from __future__ import annotations

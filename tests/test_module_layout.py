@@ -106,10 +106,9 @@ def _reexported(source: str) -> list[str]:
     return sorted(name for name in exported if name in imported)
 
 
-# Deliberate public faces: the sanitizer's evidence-layer re-export, the redaction rules' shared names,
+# Deliberate public faces: the redaction rules' shared names,
 # the HTML renderer's building blocks.
 PUBLIC_FACES = {
-    "worldforge/evidence/sanitize.py",
     "worldforge/core/redact/rules.py",
     "worldforge/reports/html.py",
     "worldforge/providers/openai_compat.py",
@@ -131,22 +130,6 @@ def test_no_module_is_a_reexport_shim() -> None:
 def test_reexport_scan_sees_a_shim() -> None:
     source = "from worldforge.pcg.levels.drop_plan import Grid, plan_blocks\nX = 1\n__all__ = ['X', 'Grid']\n"
     assert _reexported(source) == ["Grid"]
-
-
-def test_relocated_modules_import_from_their_old_path_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-    import sys
-
-    from worldforge._imports import RELOCATED
-
-    for old, new in sorted(RELOCATED.items()):
-        monkeypatch.delitem(sys.modules, old, raising=False)
-        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-            alias = importlib.import_module(old)
-        target = importlib.import_module(new)
-        assert target.__all__, new
-        for name in target.__all__:
-            assert getattr(alias, name) is getattr(target, name), (old, name)
 
 
 def test_one_letters_definition() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from worldforge._imports import install_relocations, lazy_exports
+from worldforge._imports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -51,7 +51,6 @@ __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-install_relocations()
 
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -58,9 +58,53 @@ class SubmissionsConfig:
 
 
 @dataclass(frozen=True)
+class AttestConfig:
+    """Public keys ``runs verify`` checks attestation signatures against when ``--key`` is not given
+    (PEM files; relative paths resolve against the project directory). Never private keys: the
+    signing key is named on the command line only, so it is never recorded in a file that travels."""
+
+    trusted_keys: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClassifierConfig:
     checkpoint: str | None = None
     device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's price per million input (prompt) and output (completion) tokens, in whatever
+    currency the map is written in (the report shows the number, not a currency)."""
+
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+    def to_dict(self) -> dict[str, float]:
+        return {"input": self.input, "output": self.output}
+
+
+def parse_pricing(raw: Any, where: str = "pricing") -> dict[str, Price]:
+    """``{model: {input: N, output: N}}`` with non-negative prices per million tokens; the model
+    names are the run's provider names (``ollama:llama3``). ``WorldForgeError`` names a bad entry."""
+    if not isinstance(raw, dict):
+        raise WorldForgeError(f"{where}: expected a mapping of model -> {{input, output}} prices.")
+    out: dict[str, Price] = {}
+    for model, entry in raw.items():
+        if not isinstance(model, str) or not isinstance(entry, dict):
+            raise WorldForgeError(f"{where}.{model}: expected {{input: N, output: N}} per million tokens.")
+        _check_keys(f"{where}.{model}", entry, ("input", "output"))
+        missing = [side for side in ("input", "output") if side not in entry]
+        if missing:
+            raise WorldForgeError(f"{where}.{model}: missing {', '.join(missing)} price.")
+        out[model] = Price(
+            float(_number(f"{where}.{model}.input", entry["input"], integer=False, minimum=0)),
+            float(_number(f"{where}.{model}.output", entry["output"], integer=False, minimum=0)),
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,6 +119,9 @@ class WorldForgeConfig:
     workers: int = 1
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
     submissions: SubmissionsConfig = field(default_factory=SubmissionsConfig)
+    attest: AttestConfig = field(default_factory=AttestConfig)
+    #: Per-model token prices (``pricing:``); ``None``: the run is not priced.
+    pricing: dict[str, Price] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +132,10 @@ class WorldForgeConfig:
             "workers": self.workers,
             "openai": {**vars(self.openai), "api_key": "***" if self.openai.api_key else None},
             "submissions": vars(self.submissions).copy(),
+            "attest": {"trusted_keys": [p.as_posix() for p in self.attest.trusted_keys]},
+            "pricing": (
+                {m: p.to_dict() for m, p in self.pricing.items()} if self.pricing is not None else None
+            ),
         }
 
 
@@ -95,7 +146,17 @@ _SECTIONS: dict[str, type] = {
     "openai": OpenAIConfig,
     "submissions": SubmissionsConfig,
 }
-_TOP_KEYS = ("workspace_dir", "retention", "ollama", "classifier", "workers", "openai", "submissions")
+_TOP_KEYS = (
+    "workspace_dir",
+    "retention",
+    "ollama",
+    "classifier",
+    "workers",
+    "openai",
+    "submissions",
+    "attest",
+    "pricing",
+)
 #: Schemes pip accepts for an index: a server, or a local folder laid out as a simple index.
 _INDEX_SCHEMES = ("http://", "https://", "file://")
 
@@ -158,6 +219,20 @@ def _section(name: str, raw: Any, label: str) -> Any:
     return cls(**values)
 
 
+def _attest(raw: Any, label: str, base: Path) -> AttestConfig:
+    """``attest: {trusted_keys: [PEM path, ...]}``; each path must be a non-empty string."""
+    if raw is None:
+        return AttestConfig()
+    if not isinstance(raw, dict):
+        raise WorldForgeError(f"{label}:attest: expected a mapping.")
+    _check_keys(f"{label}:attest", raw, ("trusted_keys",))
+    keys = raw.get("trusted_keys") or []
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k.strip() for k in keys):
+        raise WorldForgeError(f"{label}:attest.trusted_keys: expected a list of public key file paths.")
+    paths = [Path(os.path.expanduser(k)) for k in keys]
+    return AttestConfig(tuple(p if p.is_absolute() else base / p for p in paths))
+
+
 def config_path() -> Path:
     """Where the configuration is read from (the file may not exist)."""
     override = os.environ.get(CONFIG_ENV)
@@ -190,6 +265,9 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
     classifier = _section("classifier", data.get("classifier"), label)
     if classifier.checkpoint and not Path(classifier.checkpoint).is_absolute():
         classifier = ClassifierConfig(checkpoint=str(base / classifier.checkpoint), device=classifier.device)
+    pricing = None
+    if data.get("pricing") is not None:
+        pricing = parse_pricing(data["pricing"], f"{label}:pricing")
     return WorldForgeConfig(
         source=source,
         workspace_dir=workspace,
@@ -199,6 +277,8 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
         workers=workers,
         openai=_section("openai", data.get("openai"), label),
         submissions=_section("submissions", data.get("submissions"), label),
+        attest=_attest(data.get("attest"), label, base),
+        pricing=pricing,
     )
 
 
@@ -231,7 +311,7 @@ def project_config() -> WorldForgeConfig | None:
 
 
 def default_run_workspace() -> Path | None:
-    """The configured run workspace for ``--run-workspace`` when the flag is omitted (``None``: off)."""
+    """The configured run workspace for ``--workspace`` when the flag is omitted (``None``: off)."""
     return load_config().workspace_dir
 
 
@@ -242,9 +322,11 @@ def default_workspace_dir() -> Path:
 
 __all__ = [
     "CONFIG_ENV",
+    "AttestConfig",
     "ClassifierConfig",
     "OllamaConfig",
     "OpenAIConfig",
+    "Price",
     "RetentionConfig",
     "SubmissionsConfig",
     "WorldForgeConfig",
@@ -253,5 +335,6 @@ __all__ = [
     "default_workspace_dir",
     "load_config",
     "parse_config",
+    "parse_pricing",
     "project_config",
 ]

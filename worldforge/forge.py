@@ -8,10 +8,11 @@ sink (a run workspace's event log, a counter for provenance ``event_count``, tes
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from worldforge.core.canonical import canonical_json
+from worldforge.core.canonical import JSONObject, canonical_json
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
@@ -22,6 +23,7 @@ from worldforge.providers.base import (
     EmbeddingResult,
     GenerationResult,
     PredictionResult,
+    Provider,
     ScoreResult,
     provider_capabilities,
     require_capability,
@@ -37,6 +39,8 @@ class WorldForge:
     """Provider registry + event fan-out + world persistence.
 
     ``state_dir`` is created only when a world is saved, so constructing a forge has no side effects.
+    ``provider_options`` are the run's options (``ollama_host``, ``openai_base_url``,
+    ``max_connections`` ...): each built-in provider is built once, on first use, with them.
     """
 
     def __init__(
@@ -45,13 +49,15 @@ class WorldForge:
         state_dir: str | Path | None = None,
         event_sinks: list[EventSink] | None = None,
         discover_entry_points: bool | None = None,
+        provider_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.state_dir = Path(state_dir) if state_dir is not None else DEFAULT_STATE_DIR
         self._events = EventDispatcher()
         for sink in event_sinks or []:
             self._events.add(sink)
         self._registry = ProviderRegistry(discover_entry_points=discover_entry_points)
-        self._instances: dict[str, Any] = {}
+        self.provider_options: JSONObject = dict(provider_options or {})
+        self._instances: dict[str, Provider] = {}
         self._lock = threading.RLock()
 
     # -- events ----------------------------------------------------------------------------------
@@ -97,11 +103,12 @@ class WorldForge:
         return self._registry.is_known(name)
 
     def provider(self, name: str) -> Any:
-        """The provider instance for ``name`` (created once per forge, events bound to this forge)."""
+        """The provider instance for ``name`` (created once per forge with its ``provider_options``,
+        events bound to this forge)."""
         with self._lock:
             instance = self._instances.get(name)
             if instance is None:
-                instance = self._registry.create(name)
+                instance = self._registry.create(name, self.provider_options)
                 binder = getattr(instance, "bind_event_handler", None)
                 if callable(binder):
                     binder(self._events)
@@ -111,7 +118,7 @@ class WorldForge:
     def capabilities(self, name: str) -> tuple[str, ...]:
         return provider_capabilities(self.provider(name))
 
-    def runtime_manifest(self, name: str) -> dict[str, Any] | None:
+    def runtime_manifest(self, name: str) -> JSONObject | None:
         manifest = getattr(self.provider(name), "runtime_manifest", None)
         return manifest() if callable(manifest) else None
 
@@ -120,10 +127,10 @@ class WorldForge:
         name: str,
         capability: Capability,
         operation: str,
-        payload: Any,
+        payload: object,
         method: str,
-        *args: Any,
-        **kwargs: Any,
+        *args: object,
+        **kwargs: object,
     ) -> Any:
         provider = self.provider(name)
         require_capability(provider, capability)
@@ -133,16 +140,31 @@ class WorldForge:
         if getattr(provider, "emits_events", False):
             return bound(*args, **kwargs)
 
-        def emit(operation: str, phase: str, **fields: Any) -> None:
-            self._events(ProviderEvent(provider=name, operation=operation, phase=phase, **fields))
+        def emit(
+            operation: str,
+            phase: str,
+            *,
+            duration_ms: float = 0.0,
+            input_digest: str | None = None,
+            message: str = "",
+        ) -> None:
+            event = ProviderEvent(
+                provider=name,
+                operation=operation,
+                phase=phase,
+                duration_ms=duration_ms,
+                input_digest=input_digest,
+                message=message,
+            )
+            self._events(event)
 
         return run_instrumented(name, operation, payload, lambda: bound(*args, **kwargs), emit)
 
     # -- capabilities ----------------------------------------------------------------------------
     def predict(
         self,
-        world_state: dict[str, Any],
-        action: Action | dict[str, Any],
+        world_state: JSONObject,
+        action: Action | Mapping[str, object],
         steps: int = 1,
         provider: str = "mock",
     ) -> PredictionResult:
@@ -164,9 +186,9 @@ class WorldForge:
         self,
         provider: str,
         *,
-        world_state: dict[str, Any],
-        goal: dict[str, Any],
-        candidates: list[list[dict[str, Any]]],
+        world_state: JSONObject,
+        goal: JSONObject,
+        candidates: list[list[JSONObject]],
     ) -> ScoreResult:
         payload = {"world_state": world_state, "goal": goal, "candidates": candidates}
         result = self._call(
@@ -179,7 +201,7 @@ class WorldForge:
         return result
 
     def generate(
-        self, provider_name: str, messages: list[dict[str, str]], options: dict[str, Any] | None = None
+        self, provider_name: str, messages: list[dict[str, str]], options: Mapping[str, object] | None = None
     ) -> GenerationResult:
         opts = dict(options or {})
         payload = {"messages": messages, "options": opts}

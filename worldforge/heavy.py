@@ -16,8 +16,17 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from worldforge.core.errors import WorldForgeError
+
+if TYPE_CHECKING:  # the classes other modules annotate with; a type checker reads them, nothing loads
+    from torch import Generator as Generator
+    from torch import Tensor as Tensor
+    from torch.nn import Linear as Linear
+    from torch.nn import Module as Module
+    from transformers import ResNetForImageClassification as ResNetForImageClassification
+    from transformers import ViTImageProcessor as ViTImageProcessor
 
 #: Library -> the ``pip install`` that provides it.
 EXTRAS: dict[str, str] = {
@@ -29,6 +38,7 @@ EXTRAS: dict[str, str] = {
     "ollama": "pip install worldforge (the ollama client)",
     "httpx": "pip install worldforge (the ollama client's HTTP library)",
     "Box2D": "pip install worldforge (ufal-pybox2d)",
+    "cryptography": "pip install 'worldforge[attest]' (signed attestations)",
 }
 
 

@@ -130,15 +130,27 @@ def test_verify_says_a_damaged_zip_is_damaged(tmp_path: Path) -> None:
     assert code == 0, out
 
 
-def test_resume_reports_the_resumed_commands_exit_code() -> None:
-    from worldforge.cli.runs_cmd import _invoke
-    from worldforge.workspace.resume import ResumePlan, resume_args
+def test_resume_reports_the_resumed_commands_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded request fails validation when it is asked again: resume must not turn that
+    into success."""
+    from typer.testing import CliRunner
 
-    # the resumed command fails validation: resume must not turn that into success
-    run_id = "20990101T000000.000Z-000000000000"
-    argv = ["worldforge", "eval", "--suite", "no-such-suite"]
-    plan = ResumePlan(run_dir=Path(run_id), program=argv[0], args=resume_args(argv, run_id), cwd=None)
-    assert _invoke(plan) == 2
+    from worldforge.cli.app import app
+    from worldforge.evaluation.runner import EvaluationRequest
+    from worldforge.workspace import start_run
+
+    monkeypatch.chdir(tmp_path)
+    request = EvaluationRequest(suite="no-such-suite").to_record()
+    with (
+        pytest.raises(RuntimeError),
+        start_run("ws", "evaluation", ["worldforge", "eval"], {}, request=request),
+    ):
+        raise RuntimeError("interrupted before the suite ran")
+    (run_dir,) = (tmp_path / "ws" / "runs").iterdir()
+    result = CliRunner().invoke(app, ["runs", "resume", run_dir.name, "-w", "ws"])
+    assert result.exit_code == 2 and "no-such-suite" in result.stderr
 
 
 def test_unknown_or_unavailable_classifier_device() -> None:

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from worldforge.core.redact import engine as sanitize_module
-from worldforge.evidence.sanitize import (
+from worldforge.core.redact import (
     REDACTED,
     RULES,
     is_sensitive_key,
@@ -24,6 +23,7 @@ from worldforge.evidence.sanitize import (
     sanitize_value,
     sanitize_with_ledger,
 )
+from worldforge.core.redact import engine as sanitize_module
 
 CORPUS = json.loads((Path(__file__).parents[1] / "fixtures" / "sanitizer" / "corpus.json").read_text())
 TRUE_POSITIVES = [
@@ -500,7 +500,7 @@ def test_module_has_no_heavy_imports() -> None:
     import sys
 
     code = (
-        "import sys, worldforge.evidence.sanitize; "
+        "import sys, worldforge.core.redact; "
         "print(sorted(m for m in ('torch','Box2D','transformers') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -25,12 +25,6 @@ from worldforge.evaluation import (
 from worldforge.providers.events import InMemoryEventSink
 
 
-@pytest.fixture(autouse=True)
-def _clean_registry() -> Any:
-    yield
-    EvaluationSuite._registry.clear()
-
-
 def test_seed_python_snippet_builtin_planning(capsys: pytest.CaptureFixture[str]) -> None:
     forge = WorldForge()
     # -- verbatim from the docs page --

@@ -217,7 +217,6 @@ def test_generate_evidence_bundle_script(tmp_path: Path) -> None:
     assert len(zips) == 1 and verify_bundle_zip(zips[0]).ok
 
 
-
 def _bundle_cli(*args: str) -> tuple[int, str, str]:
     from typer.testing import CliRunner
 

@@ -17,12 +17,13 @@ from tests.openai_stub import OpenAIStub
 from tests.providers.test_openai_provider import _letter_reply
 from tests.suites.test_science_birds import pixel_classifier  # noqa: F401 - fixture
 from worldforge.cli.app import app
+from worldforge.core.seeds import derive_seed
 from worldforge.evaluation import EvaluationSuite
 from worldforge.evaluation.suite import result_payload
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway, TrialSession
 from worldforge.pcg.levels.glyphs import letter_program
-from worldforge.providers.mock_letters import cap_words, derive_seed, letter_reply
+from worldforge.providers.mock_letters import cap_words, letter_reply
 from worldforge.workspace import start_run
 
 pytestmark = pytest.mark.usefixtures("model_env_free")
@@ -132,10 +133,10 @@ def test_policy_seed_and_token_budget_are_the_gateways(gateway: Gateway) -> None
 
 
 def test_n_choices_through_stub_servers() -> None:
-    forge = WorldForge()
     with OpenAIStub() as openai_stub, OllamaStub() as ollama_stub:
-        forge.provider("openai:stub-model").configure({"openai_base_url": openai_stub.base_url})
-        forge.provider("ollama:qwen2.5").configure({"ollama_host": ollama_stub.host})
+        forge = WorldForge(
+            provider_options={"openai_base_url": openai_stub.base_url, "ollama_host": ollama_stub.host}
+        )
         with Gateway(forge, models=["openai:stub-model", "ollama:qwen2.5"]) as gw:
             with gw.trial("o", "openai:stub-model", options={"trial_seed": 7}, seed=7, temperature=1.0) as s:
                 answer = s.chat(HI, n=2)
@@ -329,8 +330,7 @@ def test_replay_reproduces_recorded_failures(tmp_path: Path, pixel_classifier: N
     # a server that fails after its preflight: provider errors recorded as exchanges, replayed as such
     with OllamaStub() as stub:
         options = {**base, "ollama_host": stub.host, "ollama_backoff_s": 0, "ollama_retries": 0}
-        forge = WorldForge()
-        forge.provider("ollama:qwen2.5").configure(options)
+        forge = WorldForge(provider_options=options)
         forge.runtime_manifest("ollama:qwen2.5")
         stub.fail_next = [500] * 100
         run_c = _programmatic_run(ws, forge, options, ["ollama:qwen2.5"])
@@ -391,10 +391,9 @@ def test_bad_replay_inputs_are_one_line_usage_errors(tmp_path: Path, pixel_class
     with start_run(ws, kind="benchmark", argv=["bench"], config={}) as run:
         run.complete({"results": []})
     assert f"--replay {run.run_id}: it is a 'benchmark' run" in refused("--replay", run.run_id)
-    assert "needs --run-workspace" in refused("--replay", physics, workspace=None)
-    assert "only science-birds evaluations record model exchanges" in refused(
-        "--replay", physics, suite="physics"
-    )
+    assert "needs --workspace" in refused("--replay", physics, workspace=None)
+    # replayable is the suite's own property: physics records no model exchanges
+    assert "'physics' does not record model exchanges" in refused("--replay", physics, suite="physics")
     direct = _programmatic_run(
         ws, WorldForge(), {"characters": "A", "trials": 2, "workers": 1, "progress": False, "gateway": False},
         ["mock"],
@@ -404,7 +403,7 @@ def test_bad_replay_inputs_are_one_line_usage_errors(tmp_path: Path, pixel_class
 
 
 def test_trial_session_is_the_chat_trial_callable(gateway: Gateway) -> None:
-    from worldforge.providers.ollama import ChatTrial
+    from worldforge.providers.chat import ChatTrial
 
     with _letter_trial(gateway, "Q", 3) as session:
         assert isinstance(session, TrialSession)

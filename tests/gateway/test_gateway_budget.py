@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 
 from tests.openai_stub import OpenAIStub
+from worldforge.core.seeds import derive_seed
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway, TrialRoute
 from worldforge.gateway.exchange import Completion, Request
-from worldforge.providers.mock_letters import cap_words, derive_seed, letter_reply
-from worldforge.providers.ollama import usage_counts
+from worldforge.providers.chat import usage_counts
+from worldforge.providers.mock_letters import cap_words, letter_reply
 
 pytestmark = pytest.mark.usefixtures("model_env_free")
 
@@ -158,9 +159,8 @@ def test_n128_spends_about_the_budget_and_fails_as_the_package_fails(
 
 
 def test_n_choices_from_one_server_request_share_the_allowance() -> None:
-    forge = WorldForge()
     with OpenAIStub() as stub:
-        forge.provider("openai:stub-model").configure({"openai_base_url": stub.base_url})
+        forge = WorldForge(provider_options={"openai_base_url": stub.base_url})
         with Gateway(forge, models=["openai:stub-model"]) as gw:
             with gw.trial("o", "openai:stub-model", options={"trial_seed": 7}, seed=7) as session:
                 assert len(session.chat(_prompt(3), n=128)["choices"]) == 128

@@ -101,10 +101,8 @@ def stub() -> Iterator[OpenAIStub]:
 
 
 def _forge(stub: OpenAIStub, retries: int = 0) -> WorldForge:
-    forge = WorldForge()
     options = {"openai_base_url": stub.base_url, "openai_retries": retries, "openai_backoff_s": 0}
-    forge.provider(MODEL).configure({**options, "openai_max_retry_after_s": 0})
-    return forge
+    return WorldForge(provider_options={**options, "openai_max_retry_after_s": 0})
 
 
 def _ask(gateway: Gateway, messages: list[dict[str, str]] = LONG) -> tuple[Any, list[dict[str, Any]]]:
@@ -160,8 +158,7 @@ def test_a_real_llama_cpp_server_refusing_a_long_prompt_is_a_400_as_without_the_
     llama_server: LlamaServer,  # noqa: F811
 ) -> None:
     model = f"openai:{REAL_MODEL}"
-    forge = WorldForge()
-    forge.provider(model).configure({"openai_base_url": llama_server.base_url})
+    forge = WorldForge(provider_options={"openai_base_url": llama_server.base_url})
     too_long = [{"role": "user", "content": "draw the letter A " * N_CTX}]
     direct = openai.OpenAI(base_url=llama_server.base_url, api_key="unused", max_retries=0)
     with pytest.raises(openai.BadRequestError) as server_said:
@@ -259,10 +256,9 @@ def test_records_of_the_same_refusal_are_byte_identical(stub: OpenAIStub) -> Non
 
 
 def test_an_ollama_context_refusal_is_a_400() -> None:
-    forge = WorldForge()
     message = "the input length exceeds the context length"
     with OllamaStub() as stub:
-        forge.provider("ollama:qwen2.5").configure({"ollama_host": stub.host, "ollama_retries": 0})
+        forge = WorldForge(provider_options={"ollama_host": stub.host, "ollama_retries": 0})
         stub.fail_next = [(400, message)]
         with Gateway(forge, models=["ollama:qwen2.5"]) as gateway:
             route = gateway.open_trial("ollama__p__A__001", "ollama:qwen2.5", seed=7)

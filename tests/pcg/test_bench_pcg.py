@@ -51,3 +51,21 @@ def test_bench_pcg_writes_json(tmp_path: Path) -> None:
     assert per_core["ms_per_level_simulate"] > 0 and per_core["ms_per_level_render"] > 0
     # the corpus prefix is deterministic: the same six levels every run
     assert payload["corpus"]["digest"] == digest_payload(bench_pcg.build_corpus(6))
+
+
+def test_bench_pcg_stages_times_the_ranking_uncertainty(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    script = REPO / "scripts" / "bench_pcg_stages.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--uncertainty-only", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    timing = json.loads(out.read_text())["ranking_uncertainty"]
+    shape = (timing["programs"], timing["letters"], timing["models"], timing["resamples"])
+    assert shape == (10, 26, 3, 10_000)
+    # The goal is 1 s; a shared test machine gets five times that before this flags a regression.
+    assert 0 < timing["seconds_median"] < 5.0

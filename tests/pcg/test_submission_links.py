@@ -14,7 +14,7 @@ from tests.execution.test_files import deadline, record_opens
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution.files import copy_tree
-from worldforge.pcg.programs import load_program, resolve_programs
+from worldforge.pcg.programs.prompt import load_program, resolve_programs
 from worldforge.pcg.programs.submission import (
     SubmissionFile,
     SubmissionProgram,

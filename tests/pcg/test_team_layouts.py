@@ -14,8 +14,8 @@ import pytest
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution.files import TreeLimits
 from worldforge.execution.trial_setup import entry_import_name, package_name
-from worldforge.pcg.programs import resolve_programs
 from worldforge.pcg.programs.field import team_folders
+from worldforge.pcg.programs.prompt import resolve_programs
 from worldforge.pcg.programs.submission import SubmissionProgram, load_submission, looks_like_submission
 
 FIELD = Path(__file__).resolve().parents[2] / "examples" / "field"

@@ -10,11 +10,12 @@ import pytest
 
 from worldforge.core.digests import digest_text
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.seeds import derive_seed
 from worldforge.pcg.levels.convert import convert
 from worldforge.pcg.levels.drop_plan import simulate_drops
 from worldforge.pcg.levels.extract import extract_code
 from worldforge.pcg.levels.glyphs import letter_program
-from worldforge.providers.mock_letters import derive_seed, letter_program_lines, letter_reply
+from worldforge.providers.mock_letters import letter_program_lines, letter_reply
 from worldforge.providers.registry import ProviderRegistry
 
 
@@ -61,6 +62,36 @@ def test_mock_provider_delegates_here() -> None:
         [{"role": "user", "content": "build <OBJECT>"}], options={"target_character": "M", "trial_seed": 5}
     )
     assert result.text == letter_reply("M", 5, "qwen")
+
+
+def test_a_prefetched_program_answers_the_same_reply_in_a_fresh_process() -> None:
+    """The mock hands out its letter program as work a pool may do ahead; a provider that gets the
+    value back answers byte for byte what it computes itself (checked where nothing is cached)."""
+    code = (
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from worldforge.providers.mock import MockProvider\n"
+        "from worldforge.providers.mock_letters import letter_reply\n"
+        "options = {'target_character': 'K', 'trial_seed': 11}\n"
+        "provider = MockProvider('qwen')\n"
+        "work = provider.prefetch(options)\n"
+        "assert work is not None and work.args == ('K', 11, 'qwen')\n"
+        "with ProcessPoolExecutor(1) as pool:\n"
+        "    value = pool.submit(work.function, *work.args).result()\n"
+        "provider.accept_prefetched(work, value)\n"
+        "text = provider.generate([{'role': 'user', 'content': 'x'}], options=options).text\n"
+        "print(text == letter_reply('K', 11, 'qwen') and letter_reply.__module__ == work.function.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
+
+
+def test_only_letter_replies_have_work_to_prefetch() -> None:
+    provider = ProviderRegistry(discover_entry_points=False).create("mock")
+    assert provider.prefetch({}) is None  # an echo reply needs no program
+    assert provider.prefetch({"target_character": "A", "trial_seed": True}) is None
+    assert provider.prefetch({"target_character": "A", "trial_seed": 3}) is not None
+    assert provider.reply_code[0] == "worldforge.providers.mock_letters"
+    assert provider.connection_capacity is None and not provider.native_choices
 
 
 def test_bad_letter() -> None:

@@ -11,15 +11,13 @@ import pytest
 
 from tests.ollama_stub import MODEL_DIGEST, OllamaStub
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.providers.chat import ChatTrial, TrialLimitExceeded
 from worldforge.providers.events import InMemoryEventSink
 from worldforge.providers.ollama import (
     DEFAULT_HOST,
-    ChatTrial,
     OllamaProvider,
     OllamaSettings,
-    TrialLimitExceeded,
     resolve_host,
-    trial_seed,
 )
 from worldforge.providers.registry import ProviderRegistry
 
@@ -192,11 +190,20 @@ def test_host_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     assert settings.host == "http://127.0.0.1:4444" and settings.num_ctx == 8192
 
 
-def test_configure_applies_run_options(stub: OllamaStub) -> None:
-    provider = OllamaProvider(OllamaSettings(model="qwen2.5", host="http://127.0.0.1:9"))
-    provider.configure({"ollama_host": stub.host, "temperature": 0.5})
-    assert provider.generate([{"role": "user", "content": "x"}], options={}).text == "echo: x"
+def test_the_registry_builds_the_provider_once_with_the_run_options(
+    stub: OllamaStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worldforge.forge import WorldForge
+
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # what a provider without options uses
+    forge = WorldForge(provider_options={"ollama_host": stub.host, "temperature": 0.5})
+    provider = forge.provider("ollama:qwen2.5")
+    assert isinstance(provider, OllamaProvider) and forge.provider("ollama:qwen2.5") is provider
+    assert provider.settings.host == stub.host and provider.connection_capacity == 4
+    assert forge.generate("ollama:qwen2.5", [{"role": "user", "content": "x"}]).text == "echo: x"
     assert stub.requests[0]["options"]["temperature"] == 0.5
+    assert not hasattr(provider, "configure")  # nothing rebuilds a provider after the registry
+    assert ProviderRegistry().create("ollama:qwen2.5").settings.host == "http://127.0.0.1:9"
 
 
 def test_bad_settings_rejected() -> None:
@@ -206,13 +213,6 @@ def test_bad_settings_rejected() -> None:
         OllamaSettings(model=" ")
     with pytest.raises(WorldForgeError, match="messages\\[0\\]"):
         OllamaProvider(OllamaSettings(model="m")).chat([{"role": "robot", "content": "x"}])
-
-
-def test_trial_seeds_are_derived_and_stable() -> None:
-    a = trial_seed(42, "zero-shot", "A", 1)
-    assert a == trial_seed(42, "zero-shot", "A", 1)
-    assert len({a, trial_seed(42, "zero-shot", "A", 2), trial_seed(43, "zero-shot", "A", 1)}) == 3
-    assert 0 <= a < 2**31
 
 
 def test_stub_speaks_the_official_client_protocol(stub: OllamaStub) -> None:

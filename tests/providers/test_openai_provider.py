@@ -19,8 +19,8 @@ from tests.suites.test_science_birds import pixel_classifier  # noqa: F401 - fix
 from worldforge.cli.app import app
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.pcg.levels.glyphs import letter_program
+from worldforge.providers.chat import ChatTrial, TrialLimitExceeded
 from worldforge.providers.events import InMemoryEventSink
-from worldforge.providers.ollama import ChatTrial, TrialLimitExceeded
 from worldforge.providers.openai_compat import (
     OPENAI_API_URL,
     OpenAICompatProvider,
@@ -313,8 +313,8 @@ def test_base_url_and_key_precedence(
     assert resolve_base_url() == "http://127.0.0.1:2222/v1"
     settings = OpenAISettings.from_options("m", {"openai_base_url": "http://127.0.0.1:3333/v1", "retries": 0})
     assert settings.base_url == "http://127.0.0.1:3333/v1" and settings.retries == 0
-    provider = OpenAICompatProvider(OpenAISettings(model="m", base_url="http://127.0.0.1:9/v1"))
-    provider.configure({"openai_base_url": stub.base_url, "temperature": 0.5})
+    provider = ProviderRegistry().create("openai:m", {"openai_base_url": stub.base_url, "temperature": 0.5})
+    assert isinstance(provider, OpenAICompatProvider) and provider.native_choices
     assert provider.settings.base_url == stub.base_url and provider.settings.temperature == 0.5
 
 
@@ -339,6 +339,15 @@ def test_openai_api_without_a_key_is_a_usage_error_before_any_request() -> None:
 def test_malformed_base_url_is_a_usage_error(url: str) -> None:
     with pytest.raises(WorldForgeError, match="--openai-base-url: .* is not a server URL"):
         OpenAISettings(model="m", base_url=url)
+
+
+def test_a_malformed_base_url_fails_before_any_provider_is_built() -> None:
+    """Suites check the run's options with the registry's checker, whichever providers they name."""
+    from worldforge.providers.registry import check_provider_options
+
+    check_provider_options({"openai_base_url": None, "ollama_host": "anything"})
+    with pytest.raises(WorldForgeError, match="--openai-base-url: 'ftp://x/v1' is not a server URL"):
+        check_provider_options({"openai_base_url": ["http://127.0.0.1:9/v1", "ftp://x/v1"]})
 
 
 def test_credentials_in_the_url_are_refused() -> None:
@@ -449,8 +458,7 @@ def test_per_trial_failures_are_recorded(
         "openai_base_url": stub.base_url,
         "openai_backoff_s": 0,
     }
-    forge = WorldForge()
-    forge.provider("openai:stub-model").configure(options)
+    forge = WorldForge(provider_options=options)
     forge.runtime_manifest("openai:stub-model")  # the preflight passes, then usage disappears
     stub.usage = None
     report = evaluate(["openai:stub-model"], forge=forge, options=options)

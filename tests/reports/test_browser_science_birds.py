@@ -108,6 +108,11 @@ window.addEventListener("load", function () {{
     baselineBars: all('svg g.bar[data-kind="baseline"]').length,
     cells: all("svg g.hm").length,
     segments: all("svg rect.segment").length,
+    errorBars: all("svg g.bar g.errorbar").length,
+    errorBarsInside: all("svg g.bar g.errorbar line").every(function (el) {{
+      var box = el.getBoundingClientRect(), chart = el.closest("svg").getBoundingClientRect();
+      return box.width + box.height > 0 && box.left >= chart.left - 0.5 && box.right <= chart.right + 0.5;
+    }}),
     chartsFit: all("svg.chart").every(function (el) {{
       return el.getBoundingClientRect().right <= vw + 0.5;
     }})
@@ -206,3 +211,18 @@ def test_html_report_fits_the_screen_and_draws_its_charts(
     with Image.open(shot) as img:
         assert img.size == (width, 2400)
     assert _dark_pixels(shot) > 2000  # headings, charts and level images, not a blank page
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_ranking_chart_draws_the_intervals_as_error_bars(
+    tmp_path: Path,
+    pixel_classifier: None,  # noqa: F811
+    width: int,
+) -> None:
+    """Six letters give the ranking 95 % intervals: one drawn error bar per program, inside the chart."""
+    options = {"characters": "A-F", "trials": 2, "progress": False, "workers": 1}
+    options["uncertainty_resamples"] = 500
+    page = evaluate(["mock"], forge=WorldForge(), options=options).to_html()
+    measured = _measure(page, tmp_path, width)
+    assert measured["fits"] and not measured["wide"] and measured["chartsFit"], measured
+    assert measured["bars"] == 2 and measured["errorBars"] == 2 and measured["errorBarsInside"], measured

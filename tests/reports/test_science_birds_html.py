@@ -26,8 +26,8 @@ from worldforge.forge import WorldForge
 from worldforge.reports import render_report
 from worldforge.reports.html import render_html
 from worldforge.reports.markdown import render_markdown
-from worldforge.reports.science_birds_view import read_view
 from worldforge.suites.science_birds.config import Classifier
+from worldforge.suites.science_birds.page_view import read_view
 from worldforge.suites.science_birds.suite import evaluate
 
 LETTERS = "ABC"

@@ -24,7 +24,17 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # Re-pinned for the letter-family checkpoint (docs/classifier.md): the input names the classifier's
 # weights digest, the result holds its similarity values and the measurement section's
 # classifier_accuracy. The folder stages below do not use the classifier and keep their pins.
-SUITE_RESULT = "sha256:f482e84ce9223f10281ee47acc8fad42287855b65ede109d9ab2eb5e07472c86"
+# Re-pinned for the ranking uncertainty (docs/science-birds.md): the result gains the
+# ranking_uncertainty section and the winner's interval sentence (this two-letter run says why it
+# has no intervals). The input is unchanged: the uncertainty settings enter it only when they differ
+# from the defaults. With the intervals off the result is the previous pin, byte for byte.
+# Re-pinned for the token accounting (docs/science-birds.md): the result gains the token_usage
+# section (requests, prompt/completion tokens per model and program, summed from the item records)
+# and ranking.json's usage; both pins below move for that alone (the run without intervals carries
+# the same new section). The input is unchanged: pricing enters it only when a run is priced, and
+# the run's token limit never does. Gateway wall-seconds stay in the event log, out of the result.
+SUITE_RESULT = "sha256:a2722df07a17d52a0f609416752c8161eb851f21c242f9bf136790437abeb82b"
+SUITE_RESULT_WITHOUT_INTERVALS = "sha256:3c62cf70528c7759ffde2cf7beb067a0cda678cb948c0ae9b0a8f340201d773d"
 SUITE_INPUT = "sha256:6014e9dd1ede034cfc6602a9ffdbaaa4885f8af82206775ceea69cf75f989da3"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",
@@ -45,9 +55,9 @@ def _manifests(workspace: Path) -> list[dict[str, object]]:
 AVX2_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
 
 
-def test_mock_suite_digests_are_unchanged(tmp_path: Path) -> None:
+def _mock_suite_manifest(tmp_path: Path, *extra: str) -> dict[str, object]:
     args = ["eval", "--suite", "science-birds", "--provider", "mock", "--characters", "A,C", "--trials", "2"]
-    args += ["--workers", "1", "--run-workspace", "ws", "--format", "json"]
+    args += ["--workers", "1", "--run-workspace", "ws", "--format", "json", *extra]
     env = {**os.environ, **AVX2_KERNELS}
     result = subprocess.run(
         [sys.executable, "-m", "worldforge", *args], cwd=tmp_path, env=env, capture_output=True, text=True
@@ -55,7 +65,18 @@ def test_mock_suite_digests_are_unchanged(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     (manifest,) = _manifests(tmp_path / "ws")
     assert manifest["status"] == "completed"
+    return manifest
+
+
+def test_mock_suite_digests_are_unchanged(tmp_path: Path) -> None:
+    manifest = _mock_suite_manifest(tmp_path)
     assert (manifest["input_digest"], manifest["result_digest"]) == (SUITE_INPUT, SUITE_RESULT)
+
+
+def test_mock_suite_without_intervals_is_the_previous_result(tmp_path: Path) -> None:
+    """Turning the ranking uncertainty off leaves every other part of the result as it was."""
+    manifest = _mock_suite_manifest(tmp_path, "--uncertainty-resamples", "0")
+    assert manifest["result_digest"] == SUITE_RESULT_WITHOUT_INTERVALS
 
 
 def test_folder_stage_digests_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

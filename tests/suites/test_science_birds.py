@@ -13,12 +13,12 @@ import pytest
 
 from tests.checkpoints import tiny_vit
 from worldforge.core.digests import digest_file, digest_payload, digest_text
+from worldforge.core.seeds import trial_seed
 from worldforge.evaluation import EvaluationSuite
 from worldforge.evaluation.suite import result_payload
 from worldforge.forge import WorldForge
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.glyphs import letter_program
-from worldforge.providers.ollama import trial_seed
 from worldforge.suites.science_birds.config import Classifier, ItemKey, parse_characters
 from worldforge.suites.science_birds.run import RunState
 from worldforge.suites.science_birds.suite import SUITE_ID, evaluate

@@ -69,7 +69,8 @@ def _run(workspace: Path, hosts: list[str], connections: int) -> tuple[str, dict
         "ollama_backoff_s": 0,
     }
     with start_run(workspace, kind="evaluation", argv=["test"], config=options) as run:
-        report = evaluate(["ollama:qwen2.5"], forge=WorldForge(), options=options, run=run)
+        forge = WorldForge(provider_options=options)
+        report = evaluate(["ollama:qwen2.5"], forge=forge, options=options, run=run)
         records = run.completed_items()
         run.complete({"result_digest": report.provenance.result_digest})
     assert sum(r.metrics["ok_trials"] for r in report.results) == 16  # 2 programs x 4 letters x 2
@@ -98,8 +99,7 @@ def test_trials_run_concurrently_with_the_sequential_records(
 
 
 def test_capacity_counts_servers_times_connections() -> None:
-    forge = WorldForge()
-    forge.provider("ollama:qwen2.5").configure(
-        {"ollama_host": ["http://127.0.0.1:1", "http://127.0.0.1:2"], "max_connections": 3}
+    forge = WorldForge(
+        provider_options={"ollama_host": ["http://127.0.0.1:1", "http://127.0.0.1:2"], "max_connections": 3}
     )
     assert model_capacity(forge, ["ollama:qwen2.5", "mock:qwen"]) == {"ollama:qwen2.5": 6}

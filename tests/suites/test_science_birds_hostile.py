@@ -113,7 +113,8 @@ def test_ollama_models_through_the_suite(pixel_classifier: None) -> None:  # noq
             "ollama_host": stub.host,
             "ollama_backoff_s": 0,
         }
-        report = evaluate(["ollama:qwen2.5", "ollama:phi3"], forge=WorldForge(), options=options)
+        forge = WorldForge(provider_options=options)
+        report = evaluate(["ollama:qwen2.5", "ollama:phi3"], forge=forge, options=options)
         chats = [r for r in stub.requests if "messages" in r]
         # 2 models x 2 programs x 2 letters x 2 trials; the multi-turn program sends 2 turns
         assert len(chats) == 2 * 2 * 2 * (1 + 2)
@@ -127,7 +128,8 @@ def test_ollama_models_through_the_suite(pixel_classifier: None) -> None:  # noq
 
         # replies that blow the 25,000-token trial budget are recorded failures with the reason
         stub.tokens = (20_000, 6_000)
-        over = evaluate(["ollama:phi3"], forge=WorldForge(), options={**options, "seed": 5})
+        forge = WorldForge(provider_options=options)
+        over = evaluate(["ollama:phi3"], forge=forge, options={**options, "seed": 5})
         rows = over.sections["failed_trials"]["rows"]
         assert len(rows) == 8 and all(
             "26000 prompt+completion tokens after turn 1" in r["error"] for r in rows
@@ -148,10 +150,9 @@ def _forge_with_manifest_cached(stub: OllamaStub) -> WorldForge:
     """A forge whose ollama provider already fetched its manifest (the 500s start afterwards)."""
     saved = list(stub.fail_next)
     stub.fail_next = []
-    forge = WorldForge()
-    provider = forge.provider("ollama:qwen2.5")
-    provider.configure({"ollama_host": stub.host, "ollama_backoff_s": 0, "ollama_retries": 1})
-    provider.runtime_manifest()
+    options = {"ollama_host": stub.host, "ollama_backoff_s": 0, "ollama_retries": 1}
+    forge = WorldForge(provider_options=options)
+    forge.runtime_manifest("ollama:qwen2.5")
     stub.fail_next = saved
     return forge
 

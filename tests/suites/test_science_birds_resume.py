@@ -19,7 +19,6 @@ SCRIPT = textwrap.dedent(
     """
     import json, os, sys, time
     from tests.suites.test_science_birds import PixelClassifier
-    from worldforge.evaluation import EvaluationSuite
     from worldforge.suites.science_birds.run import Classifier, RunState
     from worldforge.suites.science_birds import suite as science_birds
     from worldforge.evaluation.suite import result_payload
@@ -40,13 +39,11 @@ SCRIPT = textwrap.dedent(
     workspace, resume = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
     options = {"characters": "A-C", "trials": 3, "progress": False, "workers": 1, "chunk_size": 1}
     state = RunState()
-    real_evaluate = science_birds.evaluate
-    science_birds.evaluate = lambda *a, **k: real_evaluate(*a, **{**k, "state": state})
     with start_run(workspace, kind="evaluation", argv=["worldforge", "eval"], config=options,
                    resume_run_id=resume) as run:
         forge = WorldForge(event_sinks=[run.event_sink])
         forge.register_provider("slowmock", lambda arg=None: SlowMock(""))
-        report = EvaluationSuite.from_builtin("science-birds", options=options).run_report(
+        report = science_birds.make_suite(options, state=state).run_report(
             ["slowmock"], forge=forge, run=run)
         digest = run.complete(result_payload(report), claim_boundary=report.claim_boundary)
     print(json.dumps({"run_id": run.run_id, "result_digest": digest, "reused": state.reused,

@@ -15,7 +15,7 @@ from tests.providers.test_real_model import LlamaServer, llama_server  # noqa: F
 from tests.suites.test_science_birds import pixel_classifier  # noqa: F401 - fixture
 from worldforge.cli.app import app
 from worldforge.core.errors import WorldForgeError
-from worldforge.pcg.programs import builtin_program, resolve_programs
+from worldforge.pcg.programs.prompt import builtin_program, resolve_programs
 from worldforge.pcg.programs.submission import SubmissionProgram, load_submission, looks_like_submission
 from worldforge.suites.science_birds.submissions import prepare
 
@@ -326,7 +326,6 @@ def test_a_published_layout_team_against_a_real_model_server(
 RESUME_SCRIPT = """
 import json, sys
 from tests.suites.test_science_birds import PixelClassifier
-from worldforge.evaluation import EvaluationSuite
 from worldforge.evaluation.suite import result_payload
 from worldforge.forge import WorldForge
 from worldforge.suites.science_birds import suite as science_birds
@@ -341,13 +340,10 @@ workspace, program, resume = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.a
 options = {"programs": [program], "characters": "A-C", "trials": 3, "progress": False, "workers": 1,
            "chunk_size": 1, "no_install": True}
 state = RunState()
-real_evaluate = science_birds.evaluate
-science_birds.evaluate = lambda *a, **k: real_evaluate(*a, **{**k, "state": state})
 with start_run(workspace, kind="evaluation", argv=["worldforge", "eval"], config=options,
                resume_run_id=resume) as run:
     forge = WorldForge(event_sinks=[run.event_sink])
-    report = EvaluationSuite.from_builtin("science-birds", options=options).run_report(
-        ["mock"], forge=forge, run=run)
+    report = science_birds.make_suite(options, state=state).run_report(["mock"], forge=forge, run=run)
     digest = run.complete(result_payload(report), claim_boundary=report.claim_boundary)
 print(json.dumps({"run_id": run.run_id, "result_digest": digest, "reused": state.reused,
                   "processed": state.processed}))

@@ -15,8 +15,8 @@ from tests.suites.test_science_birds import pixel_classifier  # noqa: F401 - fix
 from worldforge.cli.app import app
 from worldforge.core.digests import digest_text
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.seeds import trial_seed
 from worldforge.providers.mock_letters import letter_reply
-from worldforge.providers.ollama import trial_seed
 from worldforge.suites.science_birds.config import DEFAULT_SEED, SuiteConfig
 from worldforge.suites.science_birds.unserved import UNSERVED_ERROR
 

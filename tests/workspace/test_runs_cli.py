@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -97,45 +98,85 @@ def test_verify_bundle_and_tamper(tmp_path: Path) -> None:
     assert codes == {"artifact-digest-mismatch", "result-digest-mismatch"}
 
 
-DRIVER = textwrap.dedent(
+SUITE = textwrap.dedent(
     """
-    import sys
-    from worldforge.workspace import start_run
-    args = sys.argv[1:]
-    resume = args[args.index("--resume-run") + 1] if "--resume-run" in args else None
-    ws, crash_after = args[0], int(args[1])
-    with start_run(ws, "evaluation", sys.argv, {"n": 5}, resume_run_id=resume) as run:
-        done = run.completed_items()
-        for i in range(5):
-            if f"i{i}" in done:
-                continue
-            if i == crash_after and resume is None:
+    import os
+    from worldforge.evaluation import EvaluationScenario, EvaluationSuite
+
+    def _make(index):
+        def evaluator(context):
+            if index == 3 and os.environ.get("WF_TEST_CRASH") == "1":
                 raise RuntimeError("simulated crash")
-            run.record_item(f"i{i}", "sha256:" + "1" * 64, {"v": i})
-        run.complete({"v": list(range(5))})
-    print("resumed" if resume else "fresh", len(done))
+            return context.outcome(score=index / 4, passed=True, metrics={"index": index})
+        return evaluator
+
+    def build():
+        return EvaluationSuite.custom(
+            suite_id="crashy", name="Crashy", suite_version="crashy:1", claim_boundary="test suite",
+            scenarios=[EvaluationScenario.from_callable(name=f"i{i}", description="i", evaluator=_make(i))
+                       for i in range(5)],
+        )
     """
 )
 
 
-def test_resume_reinvokes_recorded_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    ws = tmp_path / "ws"
-    monkeypatch.setattr("sys.argv", [str(script), str(ws), "3"])
-    import runpy
-
-    with pytest.raises(RuntimeError):
-        runpy.run_path(str(script), run_name="__main__")
-    (run_dir,) = list((ws / "runs").iterdir())
-    assert load_manifest(run_dir)["status"] == "failed"
-    code, out = invoke("runs", "resume", run_dir.name, "-w", str(ws))
+def test_resume_asks_the_recorded_request_again_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``runs resume`` rebuilds the run's request and calls the service: the finished items are
+    reused, the run completes in place, and this process's argv and directory are left alone."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WORLDFORGE_CONFIG", raising=False)
+    (tmp_path / "crashy.py").write_text(SUITE)
+    monkeypatch.setenv("WF_TEST_CRASH", "1")
+    eval_args = ["eval", "--suite", "crashy.py:build", "--provider", "mock", "-w", "ws", "--format", "json"]
+    crashed = runner.invoke(app, eval_args)
+    assert crashed.exit_code != 0 and "simulated crash" in str(crashed.exception)
+    (run_dir,) = list((tmp_path / "ws" / "runs").iterdir())
+    assert load_manifest(run_dir)["status"] == "failed" and len(list(run_dir.glob("items/*.json"))) == 3
+    before = {p.name: p.stat().st_mtime_ns for p in run_dir.glob("items/*.json")}
+    monkeypatch.setenv("WF_TEST_CRASH", "0")
+    argv_before = list(sys.argv)
+    code, out = invoke("runs", "resume", run_dir.name, "-w", "ws")
     assert code == 0, out
-    assert "resumed 3" in out
+    assert sys.argv == argv_before and Path.cwd() == tmp_path
     manifest = load_manifest(run_dir)
     assert manifest["status"] == "completed" and manifest["resume_count"] == 1
-    code, out = invoke("runs", "resume", run_dir.name, "-w", str(ws))
+    assert {p.name: p.stat().st_mtime_ns for p in run_dir.glob("items/*.json") if p.name in before} == before
+    fresh = runner.invoke(app, [*eval_args[:-4], "-w", "fresh", "--format", "json"])
+    assert fresh.exit_code == 0
+    assert manifest["result_digest"] == json.loads(fresh.stdout)["provenance"]["result_digest"]
+    code, out = invoke("runs", "verify", run_dir.name, "-w", "ws", "--format", "json")
+    assert code == 0, out  # request.json beside the manifest is not an unindexed file
+    (fresh_run,) = (tmp_path / "fresh" / "runs").iterdir()
+    code, out = invoke("runs", "diff", str(fresh_run), run_dir.name, "-w", "ws")
+    assert code == 0, out  # the request is outside every digest: the two runs do not differ
+    code, out = invoke("runs", "bundle", run_dir.name, "-w", "ws", "-o", "bundle")
+    assert code == 0, out
+    bundled = tmp_path / "bundle" / "runs" / run_dir.name
+    assert json.loads((bundled / "request.json").read_text())["request"]["suite"] == "crashy.py:build"
+    assert not (bundled / ".local").exists()  # the exact copy stays on this machine
+    code, out = invoke("runs", "verify", "bundle")
+    assert code == 0, out
+    code, out = invoke("runs", "resume", run_dir.name, "-w", "ws")
     assert code == 2 and "only interrupted or failed runs resume" in out
+
+
+def test_a_run_without_a_recorded_request_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A run recorded without a request (a script driving ``start_run``, or a run made before
+    requests were kept) is not re-invoked: one line names the command to rerun, exit 2."""
+    ws = tmp_path / "ws"
+    with pytest.raises(RuntimeError):
+        with start_run(ws, "evaluation", ["driver.py", "--n", "5"], {"n": 5}) as run:
+            run.record_item("i0", ZERO, {"v": 0})
+            raise RuntimeError("simulated crash")
+    result = runner.invoke(app, ["runs", "resume", run.run_id, "-w", str(ws)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: resume {run.run_id}: the run recorded no request to resume from (it predates recorded "
+        "requests or its command does not resume); rerun the command instead: driver.py --n 5"
+    ]
+    assert load_manifest(ws / "runs" / run.run_id)["status"] == "failed"
 
 
 def test_prune_dry_run_then_apply(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ def test_bench_workspace_json(tmp_path: Path) -> None:
         "run_workspace_overhead_planning",
         "bundle_5000_file_run",
         "verify_5000_file_bundle",
+        "attest_5000_file_bundle",
     }
     overhead = checks["run_workspace_overhead_planning"]
     assert overhead["budget"] == 10.0 and overhead["detail"]["estimator"].startswith("median of paired")
@@ -53,5 +54,7 @@ def test_bench_workspace_json(tmp_path: Path) -> None:
         checks["bundle_5000_file_run"]["detail"]["files"] == 60 + 6
     )  # items + manifest/events/result/.lock/.local
     assert checks["bundle_5000_file_run"]["passed"] and checks["verify_5000_file_bundle"]["passed"]
+    attest = checks["attest_5000_file_bundle"]
+    assert attest["budget"] == 1.0 and attest["passed"] and attest["detail"]["attest_run_in_place_s"] > 0
     assert payload["passed"] == all(c["passed"] for c in payload["checks"])
     assert done.returncode == (0 if payload["passed"] else 1)

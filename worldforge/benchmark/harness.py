@@ -20,13 +20,14 @@ same inputs have the same result digest whatever the machine load.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from worldforge.benchmark.presets import Preset
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import ProviderError, StageError, WorldForgeError
@@ -35,9 +36,10 @@ from worldforge.datasets import find_repo_root
 from worldforge.forge import WorldForge
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.convert import convert
-from worldforge.pcg.levels.extract import extract_code
+from worldforge.pcg.levels.extract import Extraction, extract_code
 from worldforge.pcg.sim.physics import simulate
 from worldforge.pcg.sim.render import render_png
+from worldforge.providers.events import ProviderEvent
 from worldforge.providers.mock_letters import letter_reply
 
 BENCHMARK_SCHEMA_VERSION = 1
@@ -47,7 +49,64 @@ METRIC_SEMANTICS = (
     "regression signal, not a cross-machine or quality claim. The result digest covers counts and "
     "output digests only, never timings."
 )
-ItemRecorder = Callable[[str, str, dict[str, Any]], Any]
+ItemRecorder = Callable[[str, str, JSONObject], object]
+_T = TypeVar("_T")
+
+
+class OpMetrics(TypedDict):
+    """The metrics of one (provider, operation): a row of the report's ``results``."""
+
+    provider: str
+    operation: str
+    iterations: int
+    concurrency: int
+    success_count: int
+    error_count: int
+    retry_count: int
+    success_rate: float | None
+    average_latency_ms: float | None
+    p50_latency_ms: float | None
+    p95_latency_ms: float | None
+    min_latency_ms: float | None
+    max_latency_ms: float | None
+    throughput_per_second: float | None
+    output_digest: str
+    errors: list[str]
+
+
+class BudgetViolation(TypedDict):
+    """One budget threshold a result missed (``provider``/``operation`` ``None``: nothing matched)."""
+
+    selector: str
+    provider: str | None
+    operation: str | None
+    metric: str
+    observed: float | None
+    threshold: float
+    condition: str
+
+
+class BudgetGate(TypedDict):
+    """The budget gate's verdict over every result."""
+
+    passed: bool
+    budget_count: int
+    checked_result_count: int
+    violation_count: int
+    violations: list[BudgetViolation]
+
+
+class BenchmarkReport(TypedDict):
+    """``reports/report.json`` of a benchmark run (``run_id`` only when the run was recorded)."""
+
+    schema_version: int
+    preset: JSONObject
+    claim_boundary: str
+    metric_semantics: str
+    results: list[OpMetrics]
+    gate: BudgetGate
+    result_digest: str
+    run_id: NotRequired[str]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -79,7 +138,7 @@ class _Op:
         self.wall_s = 0.0
         self.retries = 0
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> OpMetrics:
         ok = len(self.latencies)
         return {
             "provider": self.provider,
@@ -101,7 +160,7 @@ class _Op:
         }
 
 
-def _timed(op: _Op, call: Callable[[], Any], describe: Callable[[Any], Any]) -> Any:
+def _timed(op: _Op, call: Callable[[], _T], describe: Callable[[_T], object]) -> _T | None:
     start = time.perf_counter()
     try:
         value = call()
@@ -114,7 +173,7 @@ def _timed(op: _Op, call: Callable[[], Any], describe: Callable[[Any], Any]) -> 
     return value
 
 
-def _describe(value: Any) -> Any:
+def _describe(value: object) -> object:
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()
@@ -137,7 +196,7 @@ def _load_scene(inputs: dict[str, Any]) -> dict[str, Any]:
     raise WorldForgeError(f"preset inputs.scene: {raw!r} not found.")
 
 
-def _provider_calls(forge: Any, provider: str, scene: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+def _provider_calls(forge: WorldForge, provider: str, scene: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     """One zero-argument call per operation; world setup happens here, outside the timed region."""
 
     bench = scene.get("benchmark") or {}
@@ -151,7 +210,7 @@ def _provider_calls(forge: Any, provider: str, scene: dict[str, Any]) -> dict[st
     target = predict.get("target", {"x": 0.25, "y": 0.5, "z": 0.0})
     move = Action.move_to(target["x"], target["y"], target["z"], object_id=cube.id)
     steps = int(predict.get("steps", 2))
-    goal = {"targets": [{"object_id": cube.id, "position": target}]}
+    goal: JSONObject = {"targets": [{"object_id": cube.id, "position": target}]}
     candidates = [[move.to_dict()], [Action.noop().to_dict()]]
     prompt = str(bench.get("generate_prompt", "benchmark orbiting cube"))
     text = str(bench.get("embed_text", "benchmark cube state"))
@@ -178,15 +237,18 @@ def _run_op(op: _Op, call: Callable[[], Any], n: int, concurrency: int) -> None:
 
 
 def run_providers(
-    preset: Preset, *, iterations: int | None = None, event_sink: Any = None
-) -> list[dict[str, Any]]:
+    preset: Preset,
+    *,
+    iterations: int | None = None,
+    event_sink: Callable[[ProviderEvent], None] | None = None,
+) -> list[OpMetrics]:
     """Run the ``providers`` harness; returns one metrics dict per (provider, operation)."""
 
     scene = _load_scene(preset.inputs)
     retries: dict[tuple[str, str], int] = {}
 
-    def count_retries(event: Any) -> None:
-        if getattr(event, "phase", None) == "retry":
+    def count_retries(event: ProviderEvent) -> None:
+        if event.phase == "retry":
             key = (event.provider, event.operation)
             retries[key] = retries.get(key, 0) + 1
 
@@ -208,19 +270,27 @@ def run_providers(
     return results
 
 
-def _program_of(extraction: Any) -> Any:
-    return getattr(extraction, "program", None)
+def _program_of(extraction: Extraction) -> str | None:
+    return extraction.program
 
 
-def _identity(value: Any) -> Any:
+def _identity(value: str) -> str:
     return value
 
 
-def pcg_levels(inputs: dict[str, Any]) -> list[tuple[str, int, str]]:
+def _int_input(inputs: Mapping[str, object], key: str, default: int) -> int:
+    """A whole-number preset input (``int()`` of a number or numeric string, as YAML may give)."""
+    value = inputs.get(key, default)
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise WorldForgeError(f"preset inputs.{key}: expected a whole number, got {value!r}.")
+
+
+def pcg_levels(inputs: Mapping[str, object]) -> list[tuple[str, int, str]]:
     """``(letter, trial_seed, reply)`` for the preset's letters and trials (mock letter replies)."""
 
     letters = str(inputs.get("letters", "".join(LETTERS)))
-    trials = int(inputs.get("trials_per_letter", 1))
+    trials = _int_input(inputs, "trials_per_letter", 1)
     variant = str(inputs.get("variant", ""))
     return [
         (letter, seed, letter_reply(letter, seed, variant)) for letter in letters for seed in range(trials)
@@ -232,11 +302,11 @@ def run_pcg(
     *,
     iterations: int | None = None,
     record_item: ItemRecorder | None = None,
-    completed: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+    completed: Mapping[str, object] | None = None,
+) -> list[OpMetrics]:
     """Run the ``pcg-pipeline`` harness (in this process, so stage timings are comparable)."""
 
-    sim_trials = int(preset.inputs.get("simulation_trials", 1))
+    sim_trials = _int_input(preset.inputs, "simulation_trials", 1)
     ops = {name: _Op("pcg", name, 1) for name in ("extract", "convert", "simulate", "render", "level")}
     levels = pcg_levels(preset.inputs)
     n = iterations or preset.iterations
@@ -246,13 +316,13 @@ def run_pcg(
             item_id = f"{letter}/{seed}" + (f"/{round_index}" if n > 1 else "")
             if item_id in done:
                 continue
-            stages: dict[str, Any] = {}
+            stages: JSONObject = {}
             level_start = time.perf_counter()
             ops["level"].iterations += 1
             ok = False
             ops["extract"].iterations += 1
             extracted = _timed(ops["extract"], partial(extract_code, reply), _program_of)
-            program = getattr(extracted, "program", None) if extracted is not None else None
+            program = extracted.program if extracted is not None else None
             if program is None and extracted is not None:
                 ops["extract"].latencies.pop()
                 ops["extract"].errors.append(f"extract: {extracted.error}")
@@ -292,9 +362,9 @@ def run_pcg(
     return [ops[name].summary() for name in preset.operations if name in ops]
 
 
-def evaluate_budget(results: list[dict[str, Any]], budget: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+def evaluate_budget(results: list[OpMetrics], budget: tuple[JSONObject, ...]) -> BudgetGate:
     """Check every budget entry against matching results; a missing observed value violates."""
-    violations: list[dict[str, Any]] = []
+    violations: list[BudgetViolation] = []
     checked = 0
     for entry in budget:
         selector = f"{entry.get('provider', '*')}/{entry.get('operation', '*')}"
@@ -320,10 +390,12 @@ def evaluate_budget(results: list[dict[str, Any]], budget: tuple[dict[str, Any],
         for result in matching:
             checked += 1
             for key, threshold in entry.items():
-                if key in ("provider", "operation"):
-                    continue
+                if key in ("provider", "operation") or not isinstance(threshold, (int, float)):
+                    continue  # beside the selector keys ``parse_budget`` admits numbers only
                 metric = key.split("_", 1)[1]
-                observed = result.get(metric)
+                value = result.get(metric)
+                # Budget keys name numeric metrics only (``parse_budget``); ``None``: not measured.
+                observed = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
                 is_min = key.startswith("min_")
                 ok = observed is not None and (observed >= threshold if is_min else observed <= threshold)
                 if not ok:
@@ -347,14 +419,14 @@ def evaluate_budget(results: list[dict[str, Any]], budget: tuple[dict[str, Any],
     }
 
 
-def preset_identity(preset: Preset) -> dict[str, Any]:
+def preset_identity(preset: Preset) -> JSONObject:
     """The preset without its on-disk location: what a result depends on."""
     data = preset.to_dict()
     data.pop("source", None)
     return data
 
 
-def result_payload(preset: Preset, results: list[dict[str, Any]]) -> dict[str, Any]:
+def result_payload(preset: Preset, results: list[OpMetrics]) -> JSONObject:
     """Deterministic payload for the run's result digest (no timings, no gate)."""
     return {
         "schema_version": BENCHMARK_SCHEMA_VERSION,
@@ -362,22 +434,19 @@ def result_payload(preset: Preset, results: list[dict[str, Any]]) -> dict[str, A
         "preset_digest": digest_payload(preset_identity(preset)),
         "results": [
             {
-                k: r[k]
-                for k in (
-                    "provider",
-                    "operation",
-                    "iterations",
-                    "success_count",
-                    "error_count",
-                    "output_digest",
-                )
+                "provider": r["provider"],
+                "operation": r["operation"],
+                "iterations": r["iterations"],
+                "success_count": r["success_count"],
+                "error_count": r["error_count"],
+                "output_digest": r["output_digest"],
             }
             for r in results
         ],
     }
 
 
-def report_payload(preset: Preset, results: list[dict[str, Any]], gate: dict[str, Any]) -> dict[str, Any]:
+def report_payload(preset: Preset, results: list[OpMetrics], gate: BudgetGate) -> BenchmarkReport:
     return {
         "schema_version": BENCHMARK_SCHEMA_VERSION,
         "preset": preset_identity(preset),
@@ -389,7 +458,9 @@ def report_payload(preset: Preset, results: list[dict[str, Any]], gate: dict[str
     }
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown; ``report`` is a :class:`BenchmarkReport` or one read back from a run's
+    ``reports/report.json`` (bundles re-render it), so a malformed one raises ``KeyError``."""
     preset = report["preset"]
     lines = [
         f"# Benchmark: {preset['name']}",
@@ -434,7 +505,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_csv(report: dict[str, Any]) -> str:
+def render_csv(report: Mapping[str, Any]) -> str:
+    """The report's results as CSV (input as :func:`render_markdown`'s)."""
     import csv
     import io
 
@@ -466,6 +538,10 @@ def render_csv(report: dict[str, Any]) -> str:
 __all__ = [
     "BENCHMARK_SCHEMA_VERSION",
     "METRIC_SEMANTICS",
+    "BenchmarkReport",
+    "BudgetGate",
+    "BudgetViolation",
+    "OpMetrics",
     "evaluate_budget",
     "pcg_levels",
     "percentile",

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.presets import PRESETS_DIR
 
@@ -64,11 +65,11 @@ class Preset:
     operations: tuple[str, ...]
     iterations: int
     concurrency: int
-    inputs: dict[str, Any] = field(default_factory=dict)
-    budget: tuple[dict[str, Any], ...] = ()
+    inputs: JSONObject = field(default_factory=dict)
+    budget: tuple[JSONObject, ...] = ()
     source: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "description": self.description,
@@ -104,13 +105,13 @@ MAX_ITERATIONS = 100_000  # a preset is a benchmark, not a soak test: a typo mus
 MAX_CONCURRENCY = 64
 
 
-def _int(where: str, value: Any, minimum: int, maximum: int) -> int:
+def _int(where: str, value: object, minimum: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise WorldForgeError(f"{where}: expected an integer in [{minimum}, {maximum}], got {value!r}.")
     return value
 
 
-def parse_budget(entries: Any, where: str) -> tuple[dict[str, Any], ...]:
+def parse_budget(entries: object, where: str) -> tuple[JSONObject, ...]:
     """Validate budget entries (at least one threshold each; unknown keys rejected)."""
     if entries is None:
         return ()
@@ -142,7 +143,7 @@ def parse_budget(entries: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def parse_preset(data: Any, source: str) -> Preset:
+def parse_preset(data: object, source: str) -> Preset:
     if not isinstance(data, dict):
         raise WorldForgeError(f"{source}: expected a mapping.")
     for key in data:

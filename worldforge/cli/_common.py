@@ -7,18 +7,16 @@ project's exception hierarchy.
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 import typer
 
 from worldforge.core.errors import WorldForgeError, WorldForgeException
 from worldforge.core.redact import sanitize_text
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _sanitize(message: str) -> str:
@@ -72,17 +70,6 @@ def cli_errors(hint: Hint = None) -> Iterator[None]:
         raise fail(message, code=2, hint=_hint_for(hint, message)) from None
 
 
-def handle_errors(func: F) -> F:
-    """Decorator form of :func:`cli_errors` for typer command functions."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with cli_errors():
-            return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
 def argv() -> list[str]:
     """The real argv vector of this invocation, program name normalised to ``worldforge``."""
     args = list(sys.argv)
@@ -105,4 +92,33 @@ def check_format(value: str, choices: Sequence[str]) -> str:
     return value
 
 
-__all__ = ["argv", "check_format", "cli_errors", "fail", "format_option", "handle_errors"]
+def workspace_option(help: str) -> Any:
+    """``--workspace``/``-w``: the one spelling every command uses for the run workspace folder."""
+    return typer.Option(None, "--workspace", "-w", help=help)
+
+
+def legacy_workspace_option(spelling: str) -> Any:
+    """A hidden older spelling of ``--workspace`` (``--run-workspace`` on the commands that record a
+    run, ``--workspace-dir`` on ``runs``), kept so documented command lines and scripts still work;
+    merge it with :func:`workspace_choice`."""
+    return typer.Option(None, spelling, hidden=True)
+
+
+def workspace_choice(workspace: Path | None, legacy: Path | None, spelling: str) -> Path | None:
+    """The workspace a command was given under either spelling; two different folders is a usage
+    error (exit 2) rather than a silent pick."""
+    if workspace is not None and legacy is not None and workspace != legacy:
+        raise WorldForgeError(f"--workspace and {spelling} name different folders; give one of them.")
+    return workspace if workspace is not None else legacy
+
+
+__all__ = [
+    "argv",
+    "check_format",
+    "cli_errors",
+    "fail",
+    "format_option",
+    "legacy_workspace_option",
+    "workspace_choice",
+    "workspace_option",
+]

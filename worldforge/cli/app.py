@@ -19,26 +19,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Command modules register themselves on ``app`` through ``register(app)``. A module that is not
-# there yet is skipped so the CLI still starts.
+# Command modules register themselves on ``app`` through ``register(app)``.
 _COMMAND_MODULES = (
     "worldforge.cli.eval_cmd",
     "worldforge.cli.runs_cmd",
     "worldforge.cli.datasets_cmd",
     "worldforge.cli.benchmark_cmd",
     "worldforge.cli.pcg_cmd",
+    "worldforge.cli.keys_cmd",
 )
 
 
 def _register_all() -> None:
     for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(app)
+        importlib.import_module(name).register(app)
 
 
 def _print_version(value: bool) -> None:

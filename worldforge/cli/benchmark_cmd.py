@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.cli._common import (
+    check_format,
+    cli_errors,
+    format_option,
+    legacy_workspace_option,
+    workspace_choice,
+    workspace_option,
+)
 from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import WorldForgeError
-from worldforge.workspace import start_run
+
+if TYPE_CHECKING:
+    from worldforge.benchmark.harness import BenchmarkReport
 
 FORMATS = ("text", "json", "md", "csv")
 
@@ -33,79 +42,15 @@ def _print_presets(fmt: str) -> None:
             )
 
 
-def _run(
-    preset_name: str, iterations: int | None, workspace: Path | None, resume: str | None
-) -> dict[str, Any]:
-    from worldforge.benchmark.harness import (
-        evaluate_budget,
-        preset_identity,
-        render_csv,
-        render_markdown,
-        report_payload,
-        result_payload,
-        run_pcg,
-        run_providers,
-    )
-    from worldforge.benchmark.presets import load_preset
-
-    preset = load_preset(preset_name)
-    if iterations is not None and iterations < 1:
-        raise WorldForgeError("--iterations: must be >= 1.")
-
-    def execute(run: Any) -> dict[str, Any]:
-        if preset.harness == "providers":
-            results = run_providers(preset, iterations=iterations, event_sink=run.event_sink if run else None)
-        else:
-            results = run_pcg(
-                preset,
-                iterations=iterations,
-                record_item=run.record_item if run else None,
-                completed=run.completed_items() if run else None,
-            )
-        gate = evaluate_budget(results, preset.budget)
-        report = report_payload(preset, results, gate)
-        if run is not None:
-            run.write_artifact("reports/report.json", pretty_json(report), "application/json")
-            run.write_artifact("reports/report.md", render_markdown(report), "text/markdown")
-            run.write_artifact("reports/report.csv", render_csv(report), "text/csv")
-            summary = {
-                "preset": preset.name,
-                "gate_passed": gate["passed"],
-                "violation_count": gate["violation_count"],
-                "result_count": len(results),
-                "error_count": sum(r["error_count"] for r in results),
-            }
-            run.write_artifact("results/summary.json", pretty_json(summary), "application/json")
-            run.complete(result_payload(preset, results), claim_boundary=preset.claim_boundary)
-            report["run_id"] = run.run_id
-        return report
-
-    if workspace is None:
-        if resume:
-            raise WorldForgeError(
-                "--resume-run needs --run-workspace (or workspace_dir in .worldforge/config.yaml)."
-            )
-        return execute(None)
-
-    config = {"preset": preset_identity(preset), "iterations": iterations or preset.iterations}
-    with start_run(workspace, "benchmark", _argv(), config, resume_run_id=resume) as run:
-        run.add_input_value("preset", preset_identity(preset))
-        scene = preset.inputs.get("scene")
-        if isinstance(scene, str) and Path(scene).is_file():
-            run.add_input_file("scene", scene)
-        return execute(run)
-
-
 def benchmark_cmd(
     preset: str | None = typer.Option(
         None, "--preset", help="Preset name (see --list-presets) or YAML path."
     ),
     list_presets_flag: bool = typer.Option(False, "--list-presets", help="List presets and exit."),
-    run_workspace: Path | None = typer.Option(
-        None,
-        "--run-workspace",
-        help="Record the run under DIR/runs/<run-id>/ (default: config workspace_dir).",
+    workspace: Path | None = workspace_option(
+        "Record the run under DIR/runs/<run-id>/ (default: config workspace_dir)."
     ),
+    run_workspace: Path | None = legacy_workspace_option("--run-workspace"),
     fmt: str = format_option("text", FORMATS),
     iterations: int | None = typer.Option(None, "--iterations", help="Override the preset's iterations."),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
@@ -118,45 +63,53 @@ def benchmark_cmd(
             return
         if not preset:
             raise WorldForgeError("--preset: required (see `worldforge benchmark --list-presets`).")
-        workspace = run_workspace
+        workspace = workspace_choice(workspace, run_workspace, "--run-workspace")
         if workspace is None:
             from worldforge.config import default_run_workspace
 
             workspace = default_run_workspace()
-        report = _run(preset, iterations, workspace, resume_run)
-        from worldforge.benchmark.harness import render_csv, render_markdown
+        from worldforge.benchmark.service import BenchmarkRequest, run_benchmark
 
-        if fmt == "json":
-            sys.stdout.write(pretty_json(report))
-        elif fmt == "csv":
-            sys.stdout.write(render_csv(report))
-        elif fmt == "md":
-            sys.stdout.write(render_markdown(report))
-        else:
-            for r in report["results"]:
-                typer.echo(
-                    f"{r['provider']}/{r['operation']}: {r['success_count']}/{r['iterations']} ok, "
-                    f"{r['error_count']} errors, p50 {r['p50_latency_ms']} ms, p95 {r['p95_latency_ms']} ms, "
-                    f"{r['throughput_per_second']}/s"
-                )
-            typer.echo(
-                f"result digest: {report['result_digest']}"
-                + (f"  run: {report['run_id']}" if "run_id" in report else "")
-            )
-        gate = report["gate"]
-        if not gate["passed"]:
-            for v in gate["violations"]:
-                typer.echo(
-                    f"budget violation: {v['selector']} {v['provider']}/{v['operation']} {v['metric']} = "
-                    f"{v['observed']} (needs {v['condition']})",
-                    err=True,
-                )
-    if not gate["passed"]:
+        request = BenchmarkRequest(preset=preset, iterations=iterations)
+        passed = print_report(run_benchmark(request, workspace, _argv(), resume_run), fmt)
+    if not passed:
         raise typer.Exit(1)
+
+
+def print_report(report: BenchmarkReport, fmt: str) -> bool:
+    """Print a benchmark report in ``fmt`` (budget violations on stderr); whether the gate passed.
+    ``benchmark`` and ``runs resume`` both print through here."""
+    from worldforge.benchmark.harness import render_csv, render_markdown
+
+    if fmt == "json":
+        sys.stdout.write(pretty_json(report))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(report))
+    elif fmt == "md":
+        sys.stdout.write(render_markdown(report))
+    else:
+        for r in report["results"]:
+            typer.echo(
+                f"{r['provider']}/{r['operation']}: {r['success_count']}/{r['iterations']} ok, "
+                f"{r['error_count']} errors, p50 {r['p50_latency_ms']} ms, p95 {r['p95_latency_ms']} ms, "
+                f"{r['throughput_per_second']}/s"
+            )
+        typer.echo(
+            f"result digest: {report['result_digest']}"
+            + (f"  run: {report['run_id']}" if "run_id" in report else "")
+        )
+    gate = report["gate"]
+    for v in gate["violations"] if not gate["passed"] else ():
+        typer.echo(
+            f"budget violation: {v['selector']} {v['provider']}/{v['operation']} {v['metric']} = "
+            f"{v['observed']} (needs {v['condition']})",
+            err=True,
+        )
+    return bool(gate["passed"])
 
 
 def register(app: typer.Typer) -> None:
     app.command("benchmark")(benchmark_cmd)
 
 
-__all__ = ["benchmark_cmd", "register"]
+__all__ = ["benchmark_cmd", "print_report", "register"]

@@ -3,7 +3,7 @@
 ``eval`` resolves the suite (built-in, registered, entry point or ``module:attr``), checks every
 provider's capabilities before anything runs, renders the chosen format to stdout (from the
 sanitized report payload, since terminals end up in CI logs) or ``--output`` and, with
-``--run-workspace``, records the run (items, provider events, every report format, summary) and
+``--workspace``, records the run (items, provider events, every report format, summary) and
 prints the run id and the HTML report path to stderr. ``--fail-on-failure`` turns any
 failed scenario into exit code 1; bad suite/provider/capability names exit 2 with a hint.
 
@@ -19,7 +19,15 @@ from typing import Any
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import check_format, cli_errors, fail, format_option
+from worldforge.cli._common import (
+    check_format,
+    cli_errors,
+    fail,
+    format_option,
+    legacy_workspace_option,
+    workspace_choice,
+    workspace_option,
+)
 from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.io import atomic_write_text
@@ -32,8 +40,11 @@ _HINT_WORDS = ("suite", "provider", "capabilit")
 
 
 def _eval_hint(message: str) -> str | None:
-    """The listing hint only for errors about suites, providers or capabilities."""
+    """The listing hint only for errors about suites, providers or capabilities (a bad
+    ``--suite-option`` already names the suite's options in its one line)."""
     lowered = message.lower()
+    if lowered.startswith("--suite-option"):
+        return None
     return EVAL_HINT if any(word in lowered for word in _HINT_WORDS) else None
 
 
@@ -99,6 +110,28 @@ def _default_workspace() -> Path | None:
     return default_run_workspace()
 
 
+def _signer(attest: bool, sign_key: Path | None, workspace: Path | None) -> Any:
+    """The signing key for ``--attest`` (``None``: unsigned), checked before anything runs."""
+    if sign_key is not None and not attest:
+        raise WorldForgeError("a signing key (--sign-key) needs --attest as well.")
+    if not attest:
+        return None
+    if workspace is None:
+        raise WorldForgeError("--attest: attests a recorded run; give --workspace DIR.")
+    from worldforge.evidence.keys import load_signing_key
+
+    return load_signing_key(sign_key) if sign_key is not None else None
+
+
+def _attest_run(workspace: Path, run_id: str, signer: Any) -> None:
+    """Attest the run ``evaluate`` just finished, where it lies (the outcome names it)."""
+    from worldforge.evidence.attest import attest_run
+    from worldforge.workspace.store import resolve_run_dir
+
+    target = attest_run(resolve_run_dir(workspace, run_id), signer)
+    print(f"attestation: {target.name} ({'signed' if signer is not None else 'unsigned'})", file=sys.stderr)
+
+
 def eval_command(
     suite: str = typer.Option(
         "physics", "--suite", help="Suite name (see `suites list`) or module:attr factory."
@@ -114,9 +147,10 @@ def eval_command(
     dataset_manifest: list[Path] = typer.Option(
         None, "--dataset-manifest", help="Cite a dataset manifest in provenance (repeatable)."
     ),
-    run_workspace: Path | None = typer.Option(
-        None, "--run-workspace", help="Record the run under DIR/runs/<run-id>/ (default from config)."
+    workspace: Path | None = workspace_option(
+        "Record the run under DIR/runs/<run-id>/ (default from config)."
     ),
+    run_workspace: Path | None = legacy_workspace_option("--run-workspace"),
     resume_run: str | None = typer.Option(None, "--resume-run", hidden=True),
     program: list[str] = typer.Option(
         None, "--program", help="science-birds: prompt program DIR or submission DIR/FILE.py (repeatable)."
@@ -164,7 +198,7 @@ def eval_command(
         "--replay",
         metavar="RUN_ID",
         help="science-birds: answer every model request from RUN_ID's recorded exchanges "
-        "(in --run-workspace) instead of asking the model.",
+        "(in --workspace) instead of asking the model.",
     ),
     no_install: bool = typer.Option(
         False,
@@ -197,6 +231,41 @@ def eval_command(
         "--wheelhouse",
         metavar="DIR",
         help="science-birds submissions: a folder of wheels to install requirements.txt from.",
+    ),
+    uncertainty_resamples: int | None = typer.Option(
+        None,
+        "--uncertainty-resamples",
+        metavar="N",
+        help="science-birds: letter draws of the ranking's 95 % intervals (default 10000; 0: off).",
+    ),
+    uncertainty_seed: int | None = typer.Option(
+        None,
+        "--uncertainty-seed",
+        metavar="S",
+        help="science-birds: seed of those letter draws (default 2029).",
+    ),
+    max_run_tokens: int | None = typer.Option(
+        None,
+        "--max-run-tokens",
+        metavar="N",
+        min=1,
+        help="science-birds: stop generation before the run's prompt+completion tokens (the "
+        "gateway's count) would pass N; the items done are kept and `runs resume` finishes the run.",
+    ),
+    suite_option: list[str] | None = typer.Option(
+        None,
+        "--suite-option",
+        metavar="KEY=VALUE",
+        help="Any suite option by its key (repeatable), checked against the options the suite "
+        "declares; the suite flags above are aliases (--trials 3 is trials=3).",
+    ),
+    attest: bool = typer.Option(
+        False,
+        "--attest",
+        help="Attest the finished run in place (attestations.intoto.jsonl; needs --workspace).",
+    ),
+    sign_key: Path | None = typer.Option(
+        None, "--sign-key", help="Ed25519 or ECDSA P-256 private key (PEM) that signs --attest."
     ),
 ) -> None:
     """Run an evaluation suite against one or more providers and print the report."""
@@ -234,13 +303,24 @@ def eval_command(
             if not wheelhouse.strip():
                 raise WorldForgeError("--wheelhouse: must not be empty.")
             typed["wheelhouse"] = str(Path(wheelhouse).expanduser().resolve())
+        if uncertainty_resamples is not None:  # the suite checks the range
+            typed["uncertainty_resamples"] = uncertainty_resamples
+        if uncertainty_seed is not None:
+            typed["uncertainty_seed"] = uncertainty_seed
+        if max_run_tokens is not None:
+            typed["max_run_tokens"] = max_run_tokens
+        run_workspace_dir = (
+            workspace_choice(workspace, run_workspace, "--run-workspace") or _default_workspace()
+        )
+        signer = _signer(attest, sign_key, run_workspace_dir)  # before the run: a bad key writes nothing
         outcome = evaluate(
             EvaluationRequest(
                 suite=suite,
                 providers=list(provider or ["mock"]),
                 options=typed,
+                suite_options=list(suite_option or []),
                 dataset_manifests=[str(p) for p in dataset_manifest or []],
-                workspace=run_workspace if run_workspace is not None else _default_workspace(),
+                workspace=run_workspace_dir,
                 resume_run=resume_run,
                 replay=replay,
                 argv=_argv(),
@@ -256,6 +336,8 @@ def eval_command(
             sys.stdout.flush()
         if outcome.run_id is not None:  # where to open it on this machine: the path is the message
             print(f"run {outcome.run_id} completed: {outcome.html_path}", file=sys.stderr)
+        if attest and outcome.run_id is not None and run_workspace_dir is not None:
+            _attest_run(run_workspace_dir, outcome.run_id, signer)
         failed = len(report.failed_results)
         if fail_on_failure and failed:
             raise fail(

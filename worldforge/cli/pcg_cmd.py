@@ -11,16 +11,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from worldforge.cli._common import argv as _argv
-from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.cli._common import (
+    check_format,
+    cli_errors,
+    format_option,
+    legacy_workspace_option,
+    workspace_choice,
+    workspace_option,
+)
 from worldforge.core.digests import digest_bytes, digest_text
 from worldforge.core.errors import GateFailure, StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
-from worldforge.workspace import optional_run
+from worldforge.workspace import Run, optional_run
+
+if TYPE_CHECKING:
+    from worldforge.pcg.competition.orchestrate import StageRequest
 
 pcg_app = typer.Typer(
     name="pcg",
@@ -31,10 +41,14 @@ pcg_app = typer.Typer(
 
 TEXT_JSON = ("text", "json")
 
-_WORKSPACE_OPT = typer.Option(
-    None, "--run-workspace", help="Record this invocation (inputs, outputs, digests) in a run workspace."
-)
+_WORKSPACE_OPT = workspace_option("Record this invocation (inputs, outputs, digests) in a run workspace.")
+_WORKSPACE_LEGACY = legacy_workspace_option("--run-workspace")
 _RESUME_OPT = typer.Option(None, "--resume-run", hidden=True)
+
+
+def _ws(workspace: Path | None, legacy: Path | None) -> Path | None:
+    """The workspace given as ``--workspace`` or its older spelling ``--run-workspace``."""
+    return workspace_choice(workspace, legacy, "--run-workspace")
 
 
 def _read_input(path: str) -> tuple[bytes, str]:
@@ -53,7 +67,7 @@ def _write_stdout(text: str) -> None:
     sys.stdout.flush()
 
 
-def _add_input(run: Any, name: str, path: str) -> None:
+def _add_input(run: Run | None, name: str, path: str) -> None:
     if run is None:
         return
     if path == "-":
@@ -66,7 +80,8 @@ def extract_cmd(
     response: str = typer.Argument(..., help="LLM reply text file ('-' = stdin)."),
     explain: bool = typer.Option(False, "--explain", help="Also list dropped calls and why, on stderr."),
     fmt: str = format_option("text", TEXT_JSON, help="text (the official program text) or json."),
-    run_workspace: Path | None = _WORKSPACE_OPT,
+    workspace: Path | None = _WORKSPACE_OPT,
+    run_workspace: Path | None = _WORKSPACE_LEGACY,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Print the drop_block program exactly as the official extractor writes it."""
@@ -74,7 +89,8 @@ def extract_cmd(
         from worldforge.pcg.levels.extract import extract_code
 
         check_format(fmt, TEXT_JSON)
-        with optional_run(run_workspace, "pcg-extract", _argv(), {"format": fmt}, resume_run) as run:
+        ws = _ws(workspace, run_workspace)
+        with optional_run(ws, "pcg-extract", _argv(), {"format": fmt}, resume_run) as run:
             _add_input(run, "response", response)
             data, _ = _read_input(response)
             ex = extract_code(data.decode("utf-8", errors="replace"))
@@ -106,14 +122,15 @@ def extract_cmd(
 @pcg_app.command("convert")
 def convert_cmd(
     program: str = typer.Argument(..., help="drop_block program file ('-' = stdin)."),
-    run_workspace: Path | None = _WORKSPACE_OPT,
+    workspace: Path | None = _WORKSPACE_OPT,
+    run_workspace: Path | None = _WORKSPACE_LEGACY,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Print the level XML exactly as the official converter writes it (no final newline)."""
     with cli_errors():
         from worldforge.pcg.levels.convert import convert
 
-        with optional_run(run_workspace, "pcg-convert", _argv(), {}, resume_run) as run:
+        with optional_run(_ws(workspace, run_workspace), "pcg-convert", _argv(), {}, resume_run) as run:
             _add_input(run, "program", program)
             data, _ = _read_input(program)
             try:
@@ -134,7 +151,8 @@ def simulate_cmd(
     fmt: str = format_option("json", TEXT_JSON),
     trials: int = typer.Option(1, "--trials", min=1, help="Best-of-N runs, as the evaluator's trials."),
     details: bool = typer.Option(False, "--details", help="Include per-block start/final poses."),
-    run_workspace: Path | None = _WORKSPACE_OPT,
+    workspace: Path | None = _WORKSPACE_OPT,
+    run_workspace: Path | None = _WORKSPACE_LEGACY,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Box2D stability test: total/moving/destroyed blocks and stability."""
@@ -143,7 +161,8 @@ def simulate_cmd(
         from worldforge.pcg.sim.physics import simulate
 
         check_format(fmt, TEXT_JSON)
-        with optional_run(run_workspace, "pcg-simulate", _argv(), {"trials": trials}, resume_run) as run:
+        ws = _ws(workspace, run_workspace)
+        with optional_run(ws, "pcg-simulate", _argv(), {"trials": trials}, resume_run) as run:
             _add_input(run, "level", level)
             data, name = _read_input(level)
             result = simulate(parse_level_xml(data, source=name), trials=trials)
@@ -171,7 +190,8 @@ def render_cmd(
     no_simulate: bool = typer.Option(False, "--no-simulate", help="Render the level as written."),
     color: bool = typer.Option(False, "--color", help="Coloured render for people instead."),
     trials: int = typer.Option(1, "--trials", min=1, help="Stability trials before rendering."),
-    run_workspace: Path | None = _WORKSPACE_OPT,
+    workspace: Path | None = _WORKSPACE_OPT,
+    run_workspace: Path | None = _WORKSPACE_LEGACY,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Write the similarity image (1024x1024, black on white) after the 10 s simulation."""
@@ -183,7 +203,7 @@ def render_cmd(
         from worldforge.pcg.sim.render import render_color, render_png
 
         config = {"simulate": not no_simulate, "color": color, "trials": trials}
-        with optional_run(run_workspace, "pcg-render", _argv(), config, resume_run) as run:
+        with optional_run(_ws(workspace, run_workspace), "pcg-render", _argv(), config, resume_run) as run:
             _add_input(run, "level", level)
             data, name = _read_input(level)
             parsed = parse_level_xml(data, source=name)
@@ -286,6 +306,17 @@ def stage_cmd(
         "--zero-shot",
         help="score, all: the zero-shot baseline the winner is compared with (default: baseline_zero_shot).",
     ),
+    uncertainty_resamples: int | None = typer.Option(
+        None,
+        "--uncertainty-resamples",
+        help="score, all: letter-bootstrap draws for result/ranking_uncertainty.json "
+        "(default 10000; 0 turns it off).",
+    ),
+    uncertainty_seed: int | None = typer.Option(
+        None,
+        "--uncertainty-seed",
+        help="score, all: the bootstrap's seed (default 2029; recorded in the file).",
+    ),
     executor: str = typer.Option(
         "local", "--executor", help="Where levels are simulated: local (process pool) or ray (a Ray cluster)."
     ),
@@ -294,53 +325,60 @@ def stage_cmd(
         "--ray-address",
         help="Ray cluster address (default: RAY_ADDRESS, else a private local cluster).",
     ),
-    run_workspace: Path | None = _WORKSPACE_OPT,
+    workspace: Path | None = _WORKSPACE_OPT,
+    run_workspace: Path | None = _WORKSPACE_LEGACY,
     resume_run: str | None = _RESUME_OPT,
 ) -> None:
     """Run a competition folder stage; failed trials are logged and skipped, never abort the stage."""
     with cli_errors():
-        from worldforge.execution.local import default_workers
-        from worldforge.pcg.competition.orchestrate import (
-            plan_for,
-            run_stages,
-            score_selection,
-            stage_executor,
-        )
+        from worldforge.pcg.competition.orchestrate import StageRequest
 
-        plan_for(stage)  # an unknown stage fails before anything else is looked at
-        if not source.is_dir():
-            raise WorldForgeError(f"{source}: source folder does not exist.")
-        opts: dict[str, Any] = {
-            "workers": workers or default_workers(),
-            "physics_trials": physics_trials,
-            "raw_images": raw_images,
-            "classifier": classifier,
-            "trials": trials,
-            "diversity_vector": diversity_vector,
-            "exact": exact,
-        }
-        # Only options given join ``opts``: the run config (and its digest) of an invocation
-        # without them stays what it was before these options existed.
-        opts.update(
-            score_selection(
-                stage, source, _names("--models", models), _names("--baselines", baselines), zero_shot
-            )
+        request = StageRequest(
+            stage=stage,
+            source=str(source),
+            workers=workers,
+            physics_trials=physics_trials,
+            raw_images=raw_images,
+            classifier=classifier,
+            trials=trials,
+            diversity_vector=diversity_vector,
+            exact=exact,
+            models=_names("--models", models),
+            baselines=_names("--baselines", baselines),
+            zero_shot=zero_shot,
+            uncertainty_resamples=uncertainty_resamples,
+            uncertainty_seed=uncertainty_seed,
+            executor=executor,
+            ray_address=ray_address,
         )
-        config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": stage}
-        with (
-            stage_executor(executor, ray_address, workers) as pool,
-            optional_run(run_workspace, "pcg-stage", _argv(), config, resume_run) as run,
-        ):
-            with _RichProgress() as progress:
-                results = run_stages(stage, source, opts, progress, run, executor=pool)
-        for rep in results:
-            if "succeeded" in rep:
-                print(
-                    f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
-                    + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
-                    file=sys.stderr,
-                )
-        _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
+        run_stage_request(request, _ws(workspace, run_workspace), _argv(), resume_run)
+
+
+def run_stage_request(
+    request: StageRequest, workspace: Path | None, argv: list[str], resume_run: str | None = None
+) -> list[dict[str, Any]]:
+    """Run ``request`` (recorded in ``workspace`` when given, resuming ``resume_run``), print each
+    stage's counts on stderr and the stage reports on stdout; ``pcg stage`` and ``runs resume``
+    both come here."""
+    from worldforge.pcg.competition.orchestrate import STAGE_KIND, prepare_stage, run_stages, stage_executor
+
+    opts, config = prepare_stage(request)  # every check before a run or an executor exists
+    source = Path(request.source)
+    with (
+        stage_executor(request.executor, request.ray_address, request.workers) as pool,
+        optional_run(workspace, STAGE_KIND, argv, config, resume_run, request=request.to_record()) as run,
+    ):
+        with _RichProgress() as progress:
+            results = run_stages(request.stage, source, opts, progress, run, executor=pool)
+    for rep in results:
+        if "succeeded" in rep:
+            print(
+                f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
+                + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
+                file=sys.stderr,
+            )
+    _write_stdout(json.dumps(results, indent=2, default=str) + "\n")
+    return results
 
 
 QUALIFY_FORMATS = ("table", "json")
@@ -403,4 +441,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(pcg_app, name="pcg")
 
 
-__all__ = ["pcg_app", "register"]
+__all__ = ["pcg_app", "register", "run_stage_request"]

@@ -1,13 +1,13 @@
 """``worldforge runs``: list, show, diff, verify, resume, prune and bundle run workspaces.
 
 Exit codes follow the project contract: 0 ok; 1 when the answer is "no" (``diff``: results differ,
-``verify``: a mismatch, ``resume``: the resumed command failed); 2 for bad input.
+or with ``--fail-on-regression`` a program regressed; ``verify``: a mismatch; ``resume``: the
+resumed command failed); 2 for bad input.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,11 +15,20 @@ from typing import Any
 
 import typer
 
-from worldforge.cli._common import check_format, cli_errors, format_option
+from worldforge.cli._common import (
+    check_format,
+    cli_errors,
+    format_option,
+    legacy_workspace_option,
+    workspace_choice,
+    workspace_option,
+)
 from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.workspace import apply_prune, diff_runs, list_runs, load_manifest, plan_prune, resolve_run_dir
+from worldforge.core.run_events import RunStatus
+from worldforge.workspace import apply_prune, list_runs, plan_prune, resolve_run_dir
+from worldforge.workspace.records import read_run_manifest
 from worldforge.workspace.resume import plan_resume
 from worldforge.workspace.store import run_summary
 
@@ -30,17 +39,14 @@ runs_app = typer.Typer(
     add_completion=False,
 )
 
-_WS_OPT = typer.Option(
-    None,
-    "--workspace-dir",
-    "-w",
-    help="Run workspace (default: .worldforge/config.yaml workspace_dir or .worldforge).",
-)
+_WS_OPT = workspace_option("Run workspace (default: .worldforge/config.yaml workspace_dir or .worldforge).")
+_WS_LEGACY = legacy_workspace_option("--workspace-dir")
 
 
-def _workspace(value: Path | None) -> Path:
-    if value is not None:
-        return value
+def _workspace(value: Path | None, legacy: Path | None = None) -> Path:
+    chosen = workspace_choice(value, legacy, "--workspace-dir")
+    if chosen is not None:
+        return chosen
     from worldforge.config import default_workspace_dir
 
     return default_workspace_dir()
@@ -53,7 +59,8 @@ def _print_json(value: Any) -> None:
 
 @runs_app.command("list")
 def list_cmd(
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
     fmt: str = format_option("table", ("table", "json")),
     kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind."),
 ) -> None:
@@ -61,7 +68,7 @@ def list_cmd(
     with cli_errors():
         check_format(fmt, ("table", "json"))
 
-        rows = list_runs(_workspace(workspace_dir), kind=kind)
+        rows = list_runs(_workspace(workspace, workspace_dir), kind=kind)
         if fmt == "json":
             _print_json({"runs": rows, "run_count": len(rows)})
             return
@@ -87,57 +94,55 @@ def list_cmd(
 @runs_app.command("show")
 def show_cmd(
     run_id: str = typer.Argument(..., help="Run id, unique prefix, or run directory."),
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
     fmt: str = format_option("text", ("text", "json")),
 ) -> None:
     """Show a run's manifest: status, digests, inputs, datasets and artifacts."""
     with cli_errors():
         check_format(fmt, ("text", "json"))
 
-        run_dir = resolve_run_dir(_workspace(workspace_dir), run_id)
-        manifest = load_manifest(run_dir)
+        run_dir = resolve_run_dir(_workspace(workspace, workspace_dir), run_id)
+        manifest = read_run_manifest(run_dir)
         summary = run_summary(run_dir, manifest)  # counts files on disk for unfinished runs
-        manifest["effective_status"] = summary["status"]
+        shown = {**manifest.to_dict(), "effective_status": summary["status"]}
         items_line, events_line = f"{summary['item_count']}", f"{summary['event_count']}"
-        if summary["status"] in ("running", "interrupted"):
-            manifest["progress"] = {
+        if summary["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+            shown["progress"] = {
                 "items_on_disk": summary["item_count"],
                 "events_on_disk": summary["event_count"],
             }
             items_line += " on disk (the manifest is updated when the run ends)"
             events_line += " on disk"
         if fmt == "json":
-            _print_json(manifest)
+            _print_json(shown)
             return
-        commit = ((manifest.get("environment") or {}).get("git") or {}).get("commit")
+        commit = (manifest.environment.get("git") or {}).get("commit")
         out = [
-            f"run {manifest['run_id']}",
-            f"  kind:          {manifest.get('kind')}",
-            f"  status:        {manifest['effective_status']}",
-            f"  command:       {manifest.get('command')}",
-            f"  created:       {manifest.get('created_at')}",
-            f"  version:       {manifest.get('worldforge_version')}  git {commit}",
-            f"  input_digest:  {manifest.get('input_digest')}",
-            f"  result_digest: {manifest.get('result_digest')}",
+            f"run {manifest.run_id}",
+            f"  kind:          {manifest.kind}",
+            f"  status:        {summary['status']}",
+            f"  command:       {manifest.command}",
+            f"  created:       {manifest.created_at}",
+            f"  version:       {manifest.worldforge_version}  git {commit}",
+            f"  input_digest:  {manifest.input_digest}",
+            f"  result_digest: {manifest.result_digest}",
             f"  items:         {items_line}",
             f"  events:        {events_line}",
-            f"  claim:         {manifest.get('claim_boundary')}",
+            f"  claim:         {manifest.claim_boundary}",
         ]
-        if manifest.get("error"):
-            out.append(
-                f"  error:         {manifest['error'].get('type')}: {manifest['error'].get('message')}"
-            )
+        if manifest.error is not None:
+            out.append(f"  error:         {manifest.error.type}: {manifest.error.message}")
         out.append("  inputs:")
-        out += [f"    {e['name']}  {e['digest']}" for e in manifest.get("inputs") or []] or ["    (none)"]
+        out += [f"    {e['name']}  {e['digest']}" for e in manifest.inputs] or ["    (none)"]
         out.append("  dataset manifests:")
         out += [
-            f"    {r.get('id')}  {r.get('sha256') or r.get('digest')}"
-            for r in manifest.get("dataset_manifests") or []
+            f"    {r.get('id')}  {r.get('sha256') or r.get('digest')}" for r in manifest.dataset_manifests
         ] or ["    (none)"]
         out.append("  artifacts:")
         out += [
             f"    {a['path']}  {a['sha256']}  {a['size']} B  {a['media_type']}"
-            for a in manifest.get("artifacts") or []
+            for a in manifest.artifacts or []
         ] or ["    (none)"]
         typer.echo("\n".join(out))
 
@@ -175,30 +180,67 @@ def _diff_text(result: dict[str, Any], markdown: bool) -> str:
 def diff_cmd(
     run_a: str = typer.Argument(..., help="Baseline run id or directory."),
     run_b: str = typer.Argument(..., help="Candidate run id or directory."),
-    workspace_dir: Path | None = _WS_OPT,
-    fmt: str = format_option("text", ("text", "json", "md")),
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
+    fmt: str = format_option("text", ("text", "json", "md", "html")),
     show_all: bool = typer.Option(False, "--all", help="Also list unchanged entries."),
+    fail_on_regression: bool = typer.Option(
+        False,
+        "--fail-on-regression",
+        help="Exit 1 only when a science-birds program's Δ prompt score interval lies wholly below 0.",
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the output to this file."),
+    resamples: int | None = typer.Option(
+        None, "--uncertainty-resamples", help="Letter-bootstrap draws (default 10,000)."
+    ),
+    seed: int | None = typer.Option(None, "--uncertainty-seed", help="Seed of the letter bootstrap."),
 ) -> None:
-    """Compare two runs with reason codes; exit 0 when result digests are equal, 1 when they differ."""
-    with cli_errors():
-        check_format(fmt, ("text", "json", "md"))
+    """Compare two runs with reason codes; exit 0 when result digests are equal, 1 when they differ.
 
-        ws = _workspace(workspace_dir)
-        result = diff_runs(resolve_run_dir(ws, run_a), resolve_run_dir(ws, run_b), include_all=show_all)
+    For science-birds runs, also each program's change with a paired letter-bootstrap interval; with
+    --fail-on-regression only a regression decides the exit code."""
+    with cli_errors():
+        check_format(fmt, ("text", "json", "md", "html"))
+        from worldforge.core.io import atomic_write_text
+        from worldforge.suites.science_birds.compare_view import run_diff
+
+        ws = _workspace(workspace, workspace_dir)
+        result = run_diff(
+            resolve_run_dir(ws, run_a),
+            resolve_run_dir(ws, run_b),
+            include_all=show_all,
+            resamples=resamples,
+            seed=seed,
+        )
         if fmt == "json":
-            _print_json(result)
+            text = pretty_json(result.to_dict())
+        elif fmt == "html":
+            text = result.html()
         else:
-            sys.stdout.write(_diff_text(result, markdown=fmt == "md"))
-    raise typer.Exit(0 if result["identical_results"] else 1)
+            markdown = fmt == "md"
+            text = _diff_text(result.digests, markdown=markdown) + result.comparison_text(markdown)
+        if output is not None:
+            atomic_write_text(output, text)
+            typer.echo(f"wrote {output}")
+        else:
+            sys.stdout.write(text)
+    raise typer.Exit(result.exit_code(fail_on_regression))
 
 
 @runs_app.command("verify")
 def verify_cmd(
     target: str = typer.Argument(..., help="Run id, run directory, bundle directory or bundle zip."),
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
     fmt: str = format_option("text", ("text", "json")),
+    keys: list[Path] = typer.Option(
+        [],
+        "--key",
+        help="Public key (PEM) the attestation must be signed by (repeatable; default: attest.trusted_keys).",
+    ),
 ) -> None:
-    """Recompute artifact, input and result digests and the event chain offline; exit 1 on any mismatch."""
+    """Recompute artifact, input and result digests and the event chain offline, and check the
+    attestation (signature, Statement, every subject); exit 1 on any mismatch."""
     with cli_errors():
         check_format(fmt, ("text", "json"))
         import zipfile
@@ -224,80 +266,76 @@ def verify_cmd(
             else:
                 typer.echo(f"FAILED: bundle-zip {candidate.name}: {unreadable}")
             raise typer.Exit(1)
-        report = verify_target(_workspace(workspace_dir), target)
+        ws = _workspace(workspace, workspace_dir)
+        report = verify_target(ws, target)
+        attestation = _check_attestation(ws, target, report, keys)
         if fmt == "json":
-            _print_json(report.to_dict())
+            extra = {} if attestation is None else {"signature": attestation.signature}
+            _print_json({**report.to_dict(), **extra, **_attestation_json(attestation)})
         else:
             head = "OK" if report.ok else "FAILED"
             checked = ", ".join(f"{v} {k}" for k, v in sorted(report.checked.items()))
             typer.echo(f"{head}: {report.kind} {report.target} (status {report.status}; checked {checked})")
+            if attestation is not None:
+                typer.echo(_attestation_line(attestation))
             for problem in report.problems:
                 typer.echo(f"  {problem.code}: {problem.path}: {problem.message}")
     raise typer.Exit(0 if report.ok else 1)
 
 
-def _invoke(plan: Any) -> int:
-    """Run a :class:`~worldforge.workspace.resume.ResumePlan` in this process; returns the exit code.
+def _check_attestation(ws: Path, target: str, report: Any, key_paths: list[Path]) -> Any:
+    """Check the target's attestation with ``--key`` (else ``attest.trusted_keys``); its problems join
+    the report's. ``None`` when there is no attestation and no key was given: nothing to say."""
+    from worldforge.config import load_config
+    from worldforge.evidence.attest_verify import check_target, trusted_keys
 
-    typer ships its own copy of click, so its exceptions are not ``click``'s: exits and usage
-    errors are recognised by ``typer.Exit`` and by shape (``exit_code`` + ``show``).
-    """
-    args = list(plan.args)
-    saved = sys.argv
-    sys.argv = [plan.program, *args]
-    try:
-        if plan.is_script:
-            import runpy
+    keys = trusted_keys(key_paths or load_config().attest.trusted_keys)
+    flagged = frozenset(problem.path for problem in report.problems)
+    check = check_target(ws, target, keys, require=bool(key_paths), flagged=flagged)
+    report.problems.extend(check.problems)
+    return check if check.present or key_paths else None
 
-            try:
-                runpy.run_path(plan.program, run_name="__main__")
-            except SystemExit as exc:
-                return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            return 0
-        from worldforge.cli.app import app
 
-        try:
-            # With standalone_mode=False a command's typer.Exit code is *returned*, not raised,
-            # so the return value is the resumed command's exit status.
-            result = app(args, prog_name="worldforge", standalone_mode=False)
-        except typer.Exit as exc:
-            return int(getattr(exc, "exit_code", 0))
-        except typer.Abort:
-            return 1
-        except SystemExit as exc:
-            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except Exception as exc:
-            show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
-            if callable(show) and isinstance(code, int):  # a click usage error
-                show()
-                return code
-            raise
-        return result if isinstance(result, int) else 0
-    finally:
-        sys.argv = saved
+def _attestation_json(check: Any) -> dict[str, Any]:
+    return {} if check is None else {"attestation": check.to_dict()}
+
+
+def _attestation_line(check: Any) -> str:
+    """One line: how many Statements and subjects, and what the signature check concluded."""
+    if not check.present:
+        return "attestation: none (nothing signed)"
+    signature = {
+        "verified": "signature verified (keyid " + ", ".join(k[:16] for k in check.keyids) + ")",
+        "unchecked": "signature not checked (no --key and no attest.trusted_keys)"
+        + ("" if check.keyids else "; the envelopes are unsigned"),
+        "unsigned": "signature missing",
+        "invalid": "signature INVALID",
+    }[check.signature]
+    return f"attestation: {check.envelopes} envelope(s), {check.subjects} subject(s); {signature}"
 
 
 @runs_app.command("resume")
 def resume_cmd(
     run_id: str = typer.Argument(..., help="Interrupted or failed run id."),
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
 ) -> None:
-    """Continue an interrupted or failed run in place, reusing completed items whose inputs still match."""
+    """Continue an interrupted or failed run in place, reusing completed items whose inputs still match.
+
+    The run's recorded request goes to its service again (run it from the directory the run started
+    in); a run recorded without a request is refused with the command to rerun.
+    """
     with cli_errors():
-        plan = plan_resume(_workspace(workspace_dir), run_id)
-        previous = os.getcwd()
-        if plan.cwd is not None:
-            os.chdir(plan.cwd)
-        try:
-            code = _invoke(plan)
-        finally:
-            os.chdir(previous)
+        from worldforge.cli.resume import resume_recorded
+
+        code = resume_recorded(plan_resume(_workspace(workspace, workspace_dir), run_id))
     raise typer.Exit(code)
 
 
 @runs_app.command("prune")
 def prune_cmd(
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
     max_age_days: int | None = typer.Option(
         None, "--max-age-days", help="Delete runs older than N days (0 = any age)."
     ),
@@ -313,7 +351,7 @@ def prune_cmd(
         from worldforge.config import load_config
 
         retention = load_config().retention
-        ws = _workspace(workspace_dir)
+        ws = _workspace(workspace, workspace_dir)
         plan = plan_prune(
             ws,
             max_age_days=retention.max_age_days if max_age_days is None else max_age_days,
@@ -340,7 +378,8 @@ def bundle_cmd(
     run_ids: list[str] = typer.Argument(
         None, help="Run ids or unique prefixes (one: an issue bundle; several: one evidence bundle)."
     ),
-    workspace_dir: Path | None = _WS_OPT,
+    workspace: Path | None = _WS_OPT,
+    workspace_dir: Path | None = _WS_LEGACY,
     every: bool = typer.Option(False, "--all", help="Bundle every run of the workspace."),
     output: Path | None = typer.Option(
         None,
@@ -350,6 +389,12 @@ def bundle_cmd(
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output directory."),
     make_zip: bool = typer.Option(False, "--zip", help="Also write a byte-reproducible <output>.zip."),
+    attest: bool = typer.Option(
+        False, "--attest", help="Write attestations.intoto.jsonl: in-toto Statements in DSSE envelopes."
+    ),
+    sign_key: Path | None = typer.Option(
+        None, "--sign-key", help="Ed25519 or ECDSA P-256 private key (PEM) that signs the attestation."
+    ),
     fmt: str = format_option("md", ("md", "json")),
 ) -> None:
     """Write a sanitized evidence bundle: one run gives an issue bundle (with issue.md); several ids
@@ -367,7 +412,8 @@ def bundle_cmd(
             raise WorldForgeError("runs bundle: give run ids or --all, not both.")
         if not every and not refs:
             raise WorldForgeError("runs bundle: give a run id, several run ids, or --all.")
-        ws = _workspace(workspace_dir)
+        ws = _workspace(workspace, workspace_dir)
+        signer = _attest_hook(ws, refs, attest, sign_key)  # bad key or run: exit 2, nothing written
         issue = len(refs) == 1
         if issue:
             run_dir = resolve_run_dir(ws, refs[0])
@@ -376,7 +422,9 @@ def bundle_cmd(
         else:
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             out = output or ws / "evidence-bundles" / stamp
-        result = build_bundle(ws, refs, out, overwrite=overwrite, make_zip=make_zip, issue=issue)
+        result = build_bundle(
+            ws, refs, out, overwrite=overwrite, make_zip=make_zip, issue=issue, attest=signer
+        )
         m = result.manifest
         where = sanitize_text(str(result.output_dir))  # printed lines leave the machine in issues too
         zipped = sanitize_text(str(result.zip_path)) if result.zip_path else None
@@ -395,17 +443,23 @@ def bundle_cmd(
                     "bundle_digest": m["bundle_digest"],
                     "first_triage_step": m.get("first_triage_step"),
                     "gate": m.get("gate"),
+                    "attestation": _bundle_attestation(result.output_dir, attest, sign_key),
                 }
             )
         elif issue:
             sys.stdout.write((result.output_dir / "issue.md").read_text(encoding="utf-8"))
             typer.echo(f"\nbundle: {where}" + (f"\nzip: {zipped}" if zipped else ""), err=True)
+            if attest:
+                said = _bundle_attestation(result.output_dir, attest, sign_key)
+                typer.echo(f"attestation: {said}", err=True)
         else:
             typer.echo(f"wrote {where}")
             typer.echo(f"manifest: {where}/evidence_manifest.json")
             typer.echo(f"summary: {where}/summary.md")
             if zipped:
                 typer.echo(f"zip: {zipped}")
+            if attest:
+                typer.echo(f"attestation: {_bundle_attestation(result.output_dir, attest, sign_key)}")
             typer.echo(
                 f"runs: {m['run_count']}  included: {m['included_count']}  "
                 f"excluded: {m['excluded_count']}  redactions: {m['redaction_count']}  "
@@ -417,6 +471,31 @@ def bundle_cmd(
             raise GateFailure(
                 "runs bundle: the bundle gate found secret- or host-shaped text; nothing is marked safe."
             )
+
+
+def _attest_hook(ws: Path, refs: list[str], attest: bool, sign_key: Path | None) -> Any:
+    """The bundle builder's ``attest`` hook, after every check that could refuse it (exit 2)."""
+    if sign_key is not None and not attest:
+        raise WorldForgeError("a signing key (--sign-key) needs --attest as well.")
+    if not attest:
+        return None
+    from worldforge.evidence.attest import attest_bundle, check_runs
+    from worldforge.evidence.keys import load_signing_key
+
+    key = load_signing_key(sign_key) if sign_key is not None else None
+    check_runs(ws, refs)
+    return lambda bundle_dir, manifest, written: attest_bundle(bundle_dir, manifest, key, written)
+
+
+def _bundle_attestation(bundle_dir: Path, attest: bool, sign_key: Path | None) -> str | None:
+    """What the bundle's attestation is, in a few words (no key path: it stays on this machine)."""
+    if not attest:
+        return None
+    from worldforge.workspace.layout import ATTESTATION_NAME
+
+    if not (bundle_dir / ATTESTATION_NAME).is_file():
+        return "not written (the gate refused the bundle)"
+    return f"{ATTESTATION_NAME} ({'signed' if sign_key is not None else 'unsigned'})"
 
 
 def register(app: typer.Typer) -> None:

@@ -23,16 +23,22 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import rfc8785
 
 from worldforge.core.errors import WorldForgeError
 
-JSONValue = Any
+JSONScalar: TypeAlias = None | bool | int | float | str
+"""A JSON leaf as :func:`json.loads` returns it."""
+JSON: TypeAlias = JSONScalar | list["JSON"] | dict[str, "JSON"]
+"""Any JSON-native value: what canonical JSON encodes and what ``json.loads`` returns. Readers
+narrow it with ``isinstance`` before use; fixed shapes get a ``TypedDict`` or a dataclass instead."""
+JSONObject: TypeAlias = dict[str, JSON]
+"""A JSON object whose keys are open (sections, metadata, options read from a file)."""
 
 
-def ensure_json_native(value: Any, path: str = "$") -> None:
+def ensure_json_native(value: object, path: str = "$") -> None:
     """Raise :class:`WorldForgeError` naming the key path of the first non-JSON-native value.
 
     JSON-native means: ``dict`` with ``str`` keys, ``list``, ``str``, ``bool``, ``None``, ``int`` and
@@ -104,7 +110,7 @@ def _fast_form(value: Any) -> Any:
     raise _NeedsReference
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: object) -> bytes:
     """Return the RFC 8785 canonical UTF-8 bytes of a JSON-native value.
 
     Anything that is not JSON-native raises :class:`WorldForgeError` naming the key path (through
@@ -120,27 +126,27 @@ def canonical_json(value: Any) -> bytes:
     return reference_canonical_json(value)
 
 
-def reference_canonical_json(value: Any) -> bytes:
+def reference_canonical_json(value: object) -> bytes:
     """RFC 8785 bytes from the ``rfc8785`` library alone (the oracle :func:`canonical_json` matches)."""
     ensure_json_native(value)
     try:
-        return bytes(rfc8785.dumps(value))
+        return bytes(rfc8785.dumps(cast(JSON, value)))  # checked JSON-native just above
     except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
         raise WorldForgeError(f"payload cannot be canonicalized: {exc}") from exc
 
 
-def canonical_json_text(value: Any) -> str:
+def canonical_json_text(value: object) -> str:
     """Canonical JSON as ``str`` (single line) for CLI output and report JSON."""
     return canonical_json(value).decode("utf-8")
 
 
-def pretty_json(value: Any) -> str:
+def pretty_json(value: object) -> str:
     """Deterministic, human-readable JSON for files on disk (sorted keys, 2-space indent, final LF)."""
     ensure_json_native(value)
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def to_json_native(value: Any) -> Any:
+def to_json_native(value: object) -> Any:
     """Convert tuples/mappings/sequences from trusted internal code into JSON-native containers."""
     if isinstance(value, Mapping):
         return {str(k): to_json_native(v) for k, v in value.items()}
@@ -152,6 +158,9 @@ def to_json_native(value: Any) -> Any:
 
 
 __all__ = [
+    "JSON",
+    "JSONObject",
+    "JSONScalar",
     "canonical_json",
     "canonical_json_text",
     "ensure_json_native",

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from worldforge.core.errors import WorldForgeError
 
@@ -21,7 +21,7 @@ DEFAULT_HALF_EXTENT = 0.05
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
-def _finite(value: Any, field_name: str) -> float:
+def _finite(value: object, field_name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorldForgeError(f"{field_name}: expected a number, got {type(value).__name__}.")
     number = float(value)
@@ -30,7 +30,7 @@ def _finite(value: Any, field_name: str) -> float:
     return number
 
 
-def _mapping(value: Any, field_name: str) -> Mapping[str, Any]:
+def _mapping(value: object, field_name: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise WorldForgeError(f"{field_name}: expected an object, got {type(value).__name__}.")
     return value
@@ -40,6 +40,14 @@ def slugify(name: str) -> str:
     """Lower-case ``[a-z0-9-]`` form of a name, used to derive deterministic object ids."""
     slug = _SLUG_RE.sub("-", name.lower()).strip("-")
     return slug or "object"
+
+
+class PositionDict(TypedDict):
+    """:meth:`Position.to_dict`: the coordinates every snapshot, action and goal carries."""
+
+    x: float
+    y: float
+    z: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +62,11 @@ class Position:
         for name in ("x", "y", "z"):
             object.__setattr__(self, name, _finite(getattr(self, name), f"position.{name}"))
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> PositionDict:
         return {"x": self.x, "y": self.y, "z": self.z}
 
     @classmethod
-    def from_dict(cls, payload: Any, field_name: str = "position") -> Position:
+    def from_dict(cls, payload: object, field_name: str = "position") -> Position:
         data = _mapping(payload, field_name)
         missing = [k for k in ("x", "y", "z") if k not in data]
         if missing:
@@ -80,6 +88,13 @@ class Position:
 
     def squared_distance_to(self, other: Position) -> float:
         return (self.x - other.x) ** 2 + (self.y - other.y) ** 2 + (self.z - other.z) ** 2
+
+
+class BBoxDict(TypedDict):
+    """:meth:`BBox.to_dict`: the two corners."""
+
+    min: PositionDict
+    max: PositionDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +125,11 @@ class BBox:
     def translated(self, dx: float, dy: float, dz: float) -> BBox:
         return BBox(self.min.offset(dx, dy, dz), self.max.offset(dx, dy, dz))
 
-    def to_dict(self) -> dict[str, dict[str, float]]:
+    def to_dict(self) -> BBoxDict:
         return {"min": self.min.to_dict(), "max": self.max.to_dict()}
 
     @classmethod
-    def from_dict(cls, payload: Any, field_name: str = "bbox") -> BBox:
+    def from_dict(cls, payload: object, field_name: str = "bbox") -> BBox:
         data = _mapping(payload, field_name)
         return cls(
             Position.from_dict(data.get("min"), f"{field_name}.min"),
@@ -164,7 +179,7 @@ class SceneObject:
         }
 
     @classmethod
-    def from_dict(cls, payload: Any, field_name: str = "object") -> SceneObject:
+    def from_dict(cls, payload: object, field_name: str = "object") -> SceneObject:
         data = _mapping(payload, field_name)
         name = data.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -234,7 +249,7 @@ class Action:
         return {"type": self.kind, "parameters": dict(self.parameters)}
 
     @classmethod
-    def from_dict(cls, payload: Any, field_name: str = "action") -> Action:
+    def from_dict(cls, payload: object, field_name: str = "action") -> Action:
         data = _mapping(payload, field_name)
         if "type" in data:
             kind = data["type"]
@@ -263,4 +278,4 @@ class Action:
         return cls(kind, params)
 
 
-__all__ = ["ACTION_KINDS", "Action", "BBox", "Position", "SceneObject", "slugify"]
+__all__ = ["ACTION_KINDS", "Action", "BBox", "BBoxDict", "Position", "PositionDict", "SceneObject", "slugify"]

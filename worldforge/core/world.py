@@ -22,14 +22,14 @@ WORLD_SCHEMA_VERSION = 1
 _WORLD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def validate_world_id(world_id: Any) -> str:
+def validate_world_id(world_id: object) -> str:
     """World ids become file names under the state dir, so path tricks are rejected."""
     if not isinstance(world_id, str) or not _WORLD_ID_RE.match(world_id) or world_id in (".", ".."):
         raise WorldStateError(f"world id {world_id!r}: must match [A-Za-z0-9][A-Za-z0-9_.-]*.")
     return world_id
 
 
-def validate_world_state(state: Any, field_name: str = "world") -> dict[str, Any]:
+def validate_world_state(state: object, field_name: str = "world") -> dict[str, Any]:
     """Check a snapshot's shape and return it; errors name the offending field."""
     if not isinstance(state, Mapping):
         raise WorldStateError(f"{field_name}: expected an object.")
@@ -56,6 +56,31 @@ def validate_world_state(state: Any, field_name: str = "world") -> dict[str, Any
     return dict(state)
 
 
+class Prediction(Protocol):
+    """A provider's prediction as the domain layer sees it (``PredictionResult`` is one): the next
+    world state :meth:`World.predict` loads, and the scores callers report."""
+
+    @property
+    def world_state(self) -> dict[str, Any]: ...
+
+    @property
+    def physics_score(self) -> float: ...
+
+    @property
+    def confidence(self) -> float: ...
+
+
+class PlanLike(Protocol):
+    """What :meth:`World.execute_plan` replays: the actions and the provider that planned them
+    (the planner's ``Plan`` is one; the domain layer never imports the planner above it)."""
+
+    @property
+    def actions(self) -> list[Action]: ...
+
+    @property
+    def provider(self) -> str: ...
+
+
 @runtime_checkable
 class WorldRuntime(Protocol):
     """What a :class:`World` needs from its runtime: provider prediction and planning.
@@ -66,9 +91,9 @@ class WorldRuntime(Protocol):
 
     def predict(
         self, world_state: dict[str, Any], action: Action, steps: int = 1, provider: str = "mock"
-    ) -> Any: ...
+    ) -> Prediction: ...
 
-    def plan(self, world: World, goal: Any, provider: str, **options: Any) -> Any: ...
+    def plan(self, world: World, goal: Any, provider: str, **options: Any) -> PlanLike: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +101,7 @@ class PlanExecution:
     """Result of replaying a plan on a copy of a world (the original is not mutated)."""
 
     world: World
-    predictions: list[Any] = field(default_factory=list)
+    predictions: list[Prediction] = field(default_factory=list)
 
     def final_world(self) -> World:
         return self.world
@@ -193,7 +218,7 @@ class World:
         return payload
 
     @classmethod
-    def from_dict(cls, payload: Any, *, forge: Any = None) -> World:
+    def from_dict(cls, payload: object, *, forge: WorldRuntime | None = None) -> World:
         state = validate_world_state(payload)
         world = cls(
             state["name"],
@@ -250,7 +275,7 @@ class World:
             )
         return self._forge
 
-    def predict(self, action: Action, steps: int = 1, provider: str | None = None) -> Any:
+    def predict(self, action: Action, steps: int = 1, provider: str | None = None) -> Prediction:
         """Advance the world through ``provider``'s ``predict``; returns the ``PredictionResult``."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise WorldForgeError("steps: must be a positive integer.")
@@ -262,7 +287,7 @@ class World:
         self._record(f"predicted via {name}", action)
         return result
 
-    def plan(self, goal: Any, *, provider: str | None = None, **controller_options: Any) -> Any:
+    def plan(self, goal: Any, *, provider: str | None = None, **controller_options: Any) -> PlanLike:
         """Plan towards ``goal`` with the forge's planner (the facade's is
         :class:`~worldforge.planning.mpc.LatentMPCController`).
 
@@ -270,9 +295,9 @@ class World:
         """
         return self.forge.plan(self, goal, provider or self.provider, **controller_options)
 
-    def execute_plan(self, plan: Any, provider: str | None = None) -> PlanExecution:
+    def execute_plan(self, plan: PlanLike, provider: str | None = None) -> PlanExecution:
         """Replay ``plan.actions`` through ``predict`` on a copy of this world."""
-        name = provider or getattr(plan, "provider", None) or self.provider
+        name = provider or plan.provider or self.provider
         sandbox = self.copy()
         predictions = [sandbox.predict(action, 1, name) for action in plan.actions]
         return PlanExecution(sandbox, predictions)
@@ -281,6 +306,8 @@ class World:
 __all__ = [
     "WORLD_SCHEMA_VERSION",
     "PlanExecution",
+    "PlanLike",
+    "Prediction",
     "World",
     "WorldRuntime",
     "validate_world_id",

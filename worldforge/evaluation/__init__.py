@@ -4,9 +4,14 @@ Public API::
 
     from worldforge.evaluation import EvaluationContext, EvaluationScenario, EvaluationSuite
     report = EvaluationSuite.from_builtin("planning").run_report(["mock"], forge=forge)
+
+A suite produces (:class:`SuiteOutcome`: results, sections, artifacts); the framework seals every
+report (capabilities, digests, provenance, failure gallery).
 """
 
+from worldforge.evaluation.contract import SuiteOutcome, SuiteRun
 from worldforge.evaluation.gallery import FAILURE_GALLERY_SCHEMA_VERSION
+from worldforge.evaluation.options import SuiteBuilder
 from worldforge.evaluation.provenance import PROVENANCE_SCHEMA_VERSION, ProvenanceEnvelope
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.suite import (
@@ -14,8 +19,6 @@ from worldforge.evaluation.suite import (
     DEFAULT_METRIC_SEMANTICS,
     SUITE_CONTRACT_VERSION,
     EvaluationSuite,
-    FinalizeContext,
-    SuiteExtras,
     result_payload,
 )
 from worldforge.evaluation.types import (
@@ -38,9 +41,10 @@ __all__ = [
     "EvaluationScenario",
     "EvaluationScenarioOutcome",
     "EvaluationSuite",
-    "FinalizeContext",
     "ProvenanceEnvelope",
     "ProviderSummary",
-    "SuiteExtras",
+    "SuiteBuilder",
+    "SuiteOutcome",
+    "SuiteRun",
     "result_payload",
 ]

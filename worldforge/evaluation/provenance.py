@@ -43,7 +43,7 @@ def _strings(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
 def _portable_command(argv: list[str]) -> list[str]:
     """The command as the run manifest records it (see ``sanitize_argv``).
 
-    Reports are shared: the raw argv would carry ``--run-workspace /tmp/...`` or a home-directory
+    Reports are shared: the raw argv would carry ``--workspace /tmp/...`` or a home-directory
     classifier path into every report format. Sanitizing here, where every envelope is built, covers
     the CLI, library callers and reports loaded back with :meth:`ProvenanceEnvelope.from_dict`.
     """

@@ -3,23 +3,28 @@
 The command line parses flags and prints; everything a run *is* lives here: which suite options are
 paths (recorded relative to the working directory so a rerun reproduces the input digest), the
 capability gate before a run exists, what a recorded run writes (every report format, the failure
-gallery, the suite's extra artifacts, ``results/summary.json``) and how ``--replay`` is attached.
+gallery, the suite's extra artifacts, ``results/summary.json``), how ``--suite-option KEY=VALUE``
+pairs join the options (:mod:`worldforge.evaluation.options`) and how ``--replay`` is attached.
 Python users call :func:`evaluate` with an :class:`EvaluationRequest` and get the same run, files and
-digests as the command line.
+digests as the command line. A recorded run keeps its request (:meth:`EvaluationRequest.to_record`,
+outside every digest), and ``runs resume`` rebuilds it with :meth:`EvaluationRequest.from_record`
+and calls :func:`evaluate` again with the run's id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from worldforge.core.canonical import pretty_json
+from worldforge.core.canonical import pretty_json, to_json_native
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.paths import cwd_relative
+from worldforge.evaluation.options import declared_options, merge_suite_options, parse_suite_options
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.suite import EvaluationSuite, result_payload
+from worldforge.evaluation.summary import SUMMARY_PATH, EvaluationSummary, GenerationStopped, stopped_reason
 from worldforge.forge import WorldForge
 from worldforge.gateway import open_replay
 from worldforge.reports import EXTENSIONS, MEDIA_TYPES
@@ -27,9 +32,16 @@ from worldforge.workspace import Run, optional_run
 
 #: Suite options whose values may be local paths (a classifier checkpoint, program folders).
 PATH_OPTIONS = ("classifier", "programs", "field")
-#: Suites whose model exchanges are recorded, and so can be replayed.
-REPLAYABLE_SUITES = ("science-birds",)
-SUMMARY_SCHEMA_VERSION = 1
+#: The run kind an evaluation records; ``runs resume`` answers it with :func:`evaluate`.
+EVALUATION_KIND = "evaluation"
+_RECORD_KEYS = ("suite", "providers", "options", "suite_options", "dataset_manifests", "replay")
+
+
+def _names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WorldForgeError(f"evaluation request: {key!r} must be a list of strings.")
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -39,12 +51,68 @@ class EvaluationRequest:
     suite: str
     providers: Sequence[str] = ("mock",)
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: ``KEY=VALUE`` pairs checked against the options the suite declares, joined to ``options``.
+    suite_options: Sequence[str] = ()
     dataset_manifests: Sequence[str] = ()
     workspace: Path | None = None
     resume_run: str | None = None
     replay: str | None = None
-    #: The command line recorded in the run (re-invoked by ``runs resume``) and in rerun hints.
+    #: The command line recorded in the run and named in the report's provenance.
     argv: Sequence[str] = ()
+
+    def __post_init__(self) -> None:  # sequences as tuples: equal requests compare equal
+        for name in ("providers", "suite_options", "dataset_manifests", "argv"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise WorldForgeError(f"evaluation request: {name!r} must be a sequence of strings.")
+            object.__setattr__(self, name, tuple(value))
+
+    def to_record(self) -> dict[str, Any]:
+        """What the run records (JSON): what to evaluate, not where or how the run is recorded
+        (``workspace``, ``resume_run`` and ``argv`` come from the run when it is resumed)."""
+        return {
+            "suite": self.suite,
+            "providers": list(self.providers),
+            "options": to_json_native(dict(self.options)),
+            "suite_options": list(self.suite_options),
+            "dataset_manifests": list(self.dataset_manifests),
+            "replay": self.replay,
+        }
+
+    @classmethod
+    def from_record(
+        cls,
+        data: Any,
+        *,
+        workspace: Path | None = None,
+        resume_run: str | None = None,
+        argv: Sequence[str] = (),
+    ) -> EvaluationRequest:
+        """The request :meth:`to_record` wrote, recorded in ``workspace``; ``WorldForgeError`` for
+        any other shape (a hand-edited or foreign file)."""
+        if not isinstance(data, Mapping):
+            raise WorldForgeError("evaluation request: not an object.")
+        unknown = sorted(set(data) - set(_RECORD_KEYS))
+        if unknown:
+            raise WorldForgeError(f"evaluation request: unknown keys {', '.join(unknown)}.")
+        suite, options, replay = data.get("suite"), data.get("options", {}), data.get("replay")
+        if not isinstance(suite, str) or not suite:
+            raise WorldForgeError("evaluation request: 'suite' must be a non-empty string.")
+        if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+            raise WorldForgeError("evaluation request: 'options' must be an object.")
+        if replay is not None and not isinstance(replay, str):
+            raise WorldForgeError("evaluation request: 'replay' must be a run id or null.")
+        return cls(
+            suite=suite,
+            providers=_names(data, "providers"),
+            options=dict(options),
+            suite_options=_names(data, "suite_options"),
+            dataset_manifests=_names(data, "dataset_manifests"),
+            workspace=workspace,
+            resume_run=resume_run,
+            replay=replay,
+            argv=tuple(argv),
+        )
 
 
 @dataclass(frozen=True)
@@ -79,45 +147,20 @@ def cwd_relative_paths(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_replay(
-    options: Mapping[str, Any], replay: str | None, suite: str, workspace: Path | None
-) -> dict[str, Any] | None:
-    """The suite's options plus the recorded run ``--replay`` answers from. The run's own config
-    keeps the options without it, so a replay has the same inputs as the run it replays."""
-    if replay is None:
-        return dict(options) or None
-    if suite not in REPLAYABLE_SUITES:
-        raise WorldForgeError(
-            f"--replay: only science-birds evaluations record model exchanges, not {suite!r}."
-        )
-    return {**options, "replay": open_replay(workspace, replay)}
-
-
-def summary_payload(report: EvaluationReport) -> dict[str, Any]:
-    """``results/summary.json``: counts and digests only (no run id, no timestamps), so identical
-    reruns produce byte-identical summaries."""
-    prov = report.provenance
-    return {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "suite_id": report.suite_id,
-        "suite": report.suite,
-        "suite_version": report.suite_version,
-        "providers": [s.provider for s in report.provider_summaries],
-        "passed": report.passed,
-        "result_count": len(report.results),
-        "passed_count": sum(1 for r in report.results if r.passed),
-        "failed_count": len(report.failed_results),
-        "provider_summaries": [s.to_dict() for s in report.provider_summaries],
-        "input_digest": prov.input_digest if prov else None,
-        "result_digest": prov.result_digest if prov else None,
-        "event_count": prov.event_count if prov else 0,
-        "claim_boundary": report.claim_boundary,
-    }
+def request_options(request: EvaluationRequest) -> dict[str, Any]:
+    """The request's options with its ``--suite-option`` pairs joined, path options made relative."""
+    extra = (
+        parse_suite_options(declared_options(request.suite), request.suite_options, suite=request.suite)
+        if request.suite_options
+        else {}
+    )
+    return cwd_relative_paths(merge_suite_options(request.options, extra))
 
 
 def write_run_artifacts(run: Run, report: EvaluationReport) -> Path:
     """Every report format, the failure gallery, the suite's extra artifacts and the summary; then
-    complete the run. Returns the HTML report's path."""
+    complete the run, unless its generation stopped early (``GenerationStopped``, after the files
+    are written: the run stays resumable). Returns the HTML report's path."""
     artifacts = report.artifacts()
     for fmt in ("json", "markdown", "csv", "html"):
         run.write_artifact(f"reports/report.{EXTENSIONS[fmt]}", artifacts[fmt], MEDIA_TYPES[fmt])
@@ -125,7 +168,11 @@ def write_run_artifacts(run: Run, report: EvaluationReport) -> Path:
     run.write_artifact("reports/failure_gallery.md", artifacts["failure_gallery.md"], "text/markdown")
     for relpath, blob in sorted(report.extra_artifacts.items()):
         run.write_artifact(relpath, blob)
-    run.write_artifact("results/summary.json", pretty_json(summary_payload(report)), "application/json")
+    summary = EvaluationSummary.from_report(report)
+    run.write_artifact(SUMMARY_PATH, pretty_json(summary.to_dict()), "application/json")
+    stopped = stopped_reason(report)
+    if stopped is not None:  # the reports say why; the run stays resumable (``failed``)
+        raise GenerationStopped(f"run {run.run_id} stopped: {stopped}")
     run.complete(result_payload(report), claim_boundary=report.claim_boundary)
     return Path(run.dir) / "reports" / "report.html"
 
@@ -143,21 +190,33 @@ def run_config(request: EvaluationRequest, options: Mapping[str, Any]) -> dict[s
 def evaluate(request: EvaluationRequest, *, forge: WorldForge | None = None) -> EvaluationOutcome:
     """Resolve the suite, gate provider capabilities, run it and (with a workspace) record the run."""
     providers = list(request.providers) or ["mock"]
-    options = cwd_relative_paths(request.options)
-    suite = EvaluationSuite.from_reference(
-        request.suite, with_replay(options, request.replay, request.suite, request.workspace)
-    )
+    options = request_options(request)
+    suite = EvaluationSuite.from_reference(request.suite, dict(options) or None)
+    replay = None
+    if request.replay is not None:  # the run records the options without it: the same inputs
+        suite.check_replayable()
+        replay = open_replay(request.workspace, request.replay)
     manifests = [str(p) for p in request.dataset_manifests]
-    forge = forge or WorldForge()
+    forge = forge or WorldForge(provider_options=options)  # providers built once, with the run's options
     suite.check_providers(providers, forge)  # capability gate before a run is even created
     argv = list(request.argv)
     config = run_config(request, options)
+    # Recorded as the suite received it (options joined and made relative), so a resume from the
+    # start directory rebuilds this very configuration.
+    recorded = replace(request, options=options, suite_options=()).to_record()
     html_path: Path | None = None
-    with optional_run(request.workspace, "evaluation", argv, config, request.resume_run) as run:
+    with optional_run(
+        request.workspace, EVALUATION_KIND, argv, config, request.resume_run, request=recorded
+    ) as run:
         if run is not None:
             forge.add_event_sink(run.event_sink)  # provider events -> the run's events.jsonl
         report = suite.run_report(
-            providers, forge=forge, dataset_manifests=manifests, run=run, command=argv or None
+            providers,
+            forge=forge,
+            dataset_manifests=manifests,
+            run=run,
+            command=argv or None,
+            replay=replay,
         )
         if run is not None:
             html_path = write_run_artifacts(run, report)
@@ -167,15 +226,13 @@ def evaluate(request: EvaluationRequest, *, forge: WorldForge | None = None) -> 
 
 
 __all__ = [
+    "EVALUATION_KIND",
     "PATH_OPTIONS",
-    "REPLAYABLE_SUITES",
-    "SUMMARY_SCHEMA_VERSION",
     "EvaluationOutcome",
     "EvaluationRequest",
     "cwd_relative_paths",
     "evaluate",
+    "request_options",
     "run_config",
-    "summary_payload",
-    "with_replay",
     "write_run_artifacts",
 ]

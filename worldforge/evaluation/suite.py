@@ -2,14 +2,18 @@
 
 Suites are reachable four ways, in this lookup order: built-ins (``physics``, ``planning``,
 ``science-birds``), process-local registrations (:meth:`EvaluationSuite.register`), the
-``worldforge.suites`` entry-point group, and ``module:attr`` / ``path/to/file.py:attr`` factory
-references (so a custom suite is reachable from the CLI and its failure-gallery rerun command
-actually works).
+``worldforge.suites`` entry-point group -- the first three are the one registry mechanism,
+:class:`worldforge.core.registry.Registry` (:data:`SUITES`) -- and ``module:attr`` /
+``path/to/file.py:attr`` factory references (so a custom suite is reachable from the CLI and its
+failure-gallery rerun command actually works).
 
-``run_report`` checks every provider's capabilities before any scenario runs, gives every
-scenario a fresh copy of the base world, records one item per (provider, scenario) in a run
-workspace when one is given (and reuses completed items on resume), and attaches a provenance
-envelope whose digests exclude timestamps.
+``run_report`` is the same for every suite: it checks every provider's capabilities, lets the
+suite *produce* its results, sections and artifacts (:meth:`EvaluationSuite.produce`, the one suite
+contract of :mod:`worldforge.evaluation.contract`) and *seals* them into a report with digests,
+provenance and a failure gallery (:mod:`worldforge.evaluation.seal`). The default ``produce`` runs
+the scenarios: every scenario gets a fresh copy of the base world, one item per (provider,
+scenario) is recorded in a run workspace when one is given, and completed items are reused on
+resume. A suite with its own protocol (science-birds) overrides ``produce`` only.
 """
 
 from __future__ import annotations
@@ -19,23 +23,23 @@ import importlib.util
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from worldforge import __version__
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.core.timeutil import utc_now_iso
+from worldforge.core.registry import BUILTIN, ENTRY_POINT, Registry
 from worldforge.core.world import World
 from worldforge.datasets import dataset_references
-from worldforge.evaluation.gallery import build_cases
-from worldforge.evaluation.provenance import ProvenanceEnvelope
+from worldforge.evaluation.contract import SuiteOutcome, SuiteRun
 from worldforge.evaluation.report import EvaluationReport
+from worldforge.evaluation.seal import results_payload, seal_report
 from worldforge.evaluation.types import EvaluationContext, EvaluationResult, EvaluationScenario
 from worldforge.forge import WorldForge
+from worldforge.gateway import ReplaySource
 from worldforge.providers.base import normalize_capabilities
+from worldforge.workspace import Run
 
 SUITE_CONTRACT_VERSION = "evaluation:1"
 SUITE_ENTRY_POINT_GROUP = "worldforge.suites"
@@ -54,70 +58,63 @@ SuiteFactory = Callable[..., "EvaluationSuite"]
 _ITEM_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass(frozen=True, slots=True)
-class FinalizeContext:
-    """What a suite's ``finalizer`` sees after every scenario ran for every provider."""
-
-    suite: EvaluationSuite
-    providers: list[str]
-    results: list[EvaluationResult]
-    forge: Any
-    run: Any
-    options: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SuiteExtras:
-    """Extra report sections (JSON-native, digested) and extra artifacts (not digested)."""
-
-    sections: dict[str, Any] = field(default_factory=dict)
-    extra_artifacts: dict[str, str | bytes] = field(default_factory=dict)
-
-
-Finalizer = Callable[[FinalizeContext], "SuiteExtras | None"]
-
-
-def _builtin_factory(module: str, attr: str) -> SuiteFactory:
-    def factory(options: dict[str, Any] | None = None) -> EvaluationSuite:
-        try:
-            loaded = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                raise WorldForgeError(
-                    f"Evaluation suite backed by {module} is not available in this installation."
-                ) from None
-            raise
-        build = getattr(loaded, attr, None)
-        if not callable(build):
-            raise WorldForgeError(f"{module} defines no callable {attr}().")
-        suite = build(dict(options or {}))
-        if not isinstance(suite, EvaluationSuite):
-            raise WorldForgeError(f"{module}.{attr}() must return an EvaluationSuite.")
-        return suite
-
-    return factory
-
-
-_BUILTINS: dict[str, tuple[SuiteFactory, str]] = {
-    "physics": (
-        _builtin_factory("worldforge.suites.contract", "build_physics_suite"),
-        "Prediction determinism and action response over predict.",
-    ),
-    "planning": (
-        _builtin_factory("worldforge.suites.contract", "build_planning_suite"),
-        "Relocation, neighbor placement, swap and spawn solved by LatentMPCController.",
-    ),
-    "science-birds": (
-        _builtin_factory("worldforge.suites.science_birds.suite", "build_suite"),
-        "ChatGPT4PCG-style Science Birds letter levels from prompt programs.",
-    ),
+#: The framework's built-in suites by ``module:attr``, so the framework never imports a suite
+#: until it is used: the fallback when the installed entry-point record is stale or absent, and
+#: equal to ``[project.entry-points."worldforge.suites"]`` (a test says so).
+BUILTIN_SUITES: dict[str, str] = {
+    "physics": "worldforge.suites.contract:build_physics_suite",
+    "planning": "worldforge.suites.contract:build_planning_suite",
+    "science-birds": "worldforge.suites.science_birds.suite:build_suite",
 }
+#: What ``eval --list-suites`` says of each built-in without importing it.
+_DESCRIPTIONS = {
+    "physics": "Prediction determinism and action response over predict.",
+    "planning": "Relocation, neighbor placement, swap and spawn solved by LatentMPCController.",
+    "science-birds": "ChatGPT4PCG-style Science Birds letter levels from prompt programs.",
+}
+#: Suite names: built-ins, process-local registrations, then the ``worldforge.suites`` group (read
+#: on every lookup: plugins may be installed, and tests patch the group, while the process lives).
+SUITES: Registry[object] = Registry(
+    "suite",
+    BUILTIN_SUITES,
+    group=SUITE_ENTRY_POINT_GROUP,
+    cache_entry_points=False,
+    descriptions=_DESCRIPTIONS,
+)
+
+
+def _unknown(name: str, known: list[str]) -> str:
+    return f"Unknown evaluation suite '{name}'. Known suites: {', '.join(known)}."
+
+
+def _builtin_factory(name: str) -> object:
+    """Import the module behind built-in ``name`` and return its factory (importing the module also
+    runs what the suite registers, such as its HTML page)."""
+    reg = SUITES.get(name)
+    if reg is None or reg.source != BUILTIN:
+        raise WorldForgeError(_unknown(name, sorted(BUILTIN_SUITES)))
+    return SUITES.resolve(reg)
+
+
+def load_suite_module(suite_id: str) -> None:
+    """Import the module behind built-in suite ``suite_id`` (a no-op for any other id), so what the
+    suite registers on import, such as its HTML page, is in place when a stored report of it is
+    rendered again (evidence bundles re-render reports from their payloads)."""
+    if suite_id in BUILTIN_SUITES:
+        _builtin_factory(suite_id)
 
 
 class EvaluationSuite:
-    """A named, versioned set of scenarios with a claim boundary."""
+    """A named, versioned set of scenarios with a claim boundary.
 
-    _registry: ClassVar[dict[str, SuiteFactory]] = {}
+    A suite with its own protocol subclasses this and overrides :meth:`produce` (it may then have
+    no scenarios and state its ``required_capabilities`` instead); ``run_report`` stays the
+    framework's.
+    """
+
+    #: Whether the suite records its model exchanges, so ``eval --replay RUN_ID`` can answer a run of
+    #: it from a recorded one.
+    replayable: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -131,13 +128,13 @@ class EvaluationSuite:
         world_factory: WorldFactory | None = None,
         options: Mapping[str, Any] | None = None,
         expected_notes: Mapping[str, str] | None = None,
-        finalizer: Finalizer | None = None,
         cli_ref: str | None = None,
+        required_capabilities: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise WorldForgeError("suite.name: must be a non-empty string.")
         scenarios = list(scenarios)
-        if not scenarios:
+        if not scenarios and type(self).produce is EvaluationSuite.produce:
             raise WorldForgeError(f"suite {name!r}: needs at least one scenario.")
         seen: set[str] = set()
         for index, scenario in enumerate(scenarios):
@@ -162,8 +159,8 @@ class EvaluationSuite:
         self.world_factory = world_factory
         self.options: dict[str, Any] = dict(options or {})
         self.expected_notes = dict(expected_notes or {})
-        self.finalizer = finalizer
         self.cli_ref = cli_ref
+        self._declared_capabilities = tuple(required_capabilities)
 
     # -- construction and registry ---------------------------------------------------------------
     @classmethod
@@ -198,20 +195,20 @@ class EvaluationSuite:
 
     @classmethod
     def builtin_names(cls) -> list[str]:
-        return sorted(_BUILTINS)
+        return sorted(BUILTIN_SUITES)
 
     @classmethod
     def builtin_descriptions(cls) -> dict[str, str]:
-        return {name: desc for name, (_, desc) in sorted(_BUILTINS.items())}
+        return {name: _DESCRIPTIONS.get(name, "") for name in sorted(BUILTIN_SUITES)}
 
     @classmethod
     def from_builtin(cls, name: str, options: Mapping[str, Any] | None = None) -> EvaluationSuite:
-        entry = _BUILTINS.get(name)
-        if entry is None:
-            raise WorldForgeError(
-                f"Unknown evaluation suite '{name}'. Known suites: {', '.join(cls.builtin_names())}."
-            )
-        suite = entry[0](dict(options or {}))
+        build = _builtin_factory(name)
+        if not callable(build):
+            raise WorldForgeError(f"{BUILTIN_SUITES[name]} is not callable.")
+        suite = build(dict(options or {}))
+        if not isinstance(suite, EvaluationSuite):
+            raise WorldForgeError(f"{BUILTIN_SUITES[name]}() must return an EvaluationSuite.")
         if suite.cli_ref is None:
             suite.cli_ref = name
         return suite
@@ -223,35 +220,29 @@ class EvaluationSuite:
             raise WorldForgeError("suite name: must be a non-empty string.")
         if not callable(factory):
             raise WorldForgeError(f"suite {name!r}: factory must be callable.")
-        if name in _BUILTINS:
-            raise WorldForgeError(f"suite {name!r} is built in and cannot be replaced.")
-        if name in cls._registry and not replace:
-            raise WorldForgeError(f"suite {name!r} is already registered; pass replace=True to override it.")
-        cls._registry[name] = factory
+        SUITES.register(name, factory, replace=replace, replace_builtin=False)
 
     @classmethod
     def unregister(cls, name: str) -> None:
-        cls._registry.pop(name, None)
+        SUITES.unregister(name)
 
     @classmethod
     def registered_names(cls) -> list[str]:
-        return sorted(set(_BUILTINS) | set(cls._registry) | set(_entry_point_suites()))
+        return SUITES.names()
 
     @classmethod
     def from_registered(cls, name: str, options: Mapping[str, Any] | None = None) -> EvaluationSuite:
-        if name in _BUILTINS:
+        if name in BUILTIN_SUITES:
             return cls.from_builtin(name, options)
-        factory = cls._registry.get(name)
-        source = "registered"
-        if factory is None:
-            factory = _entry_point_suites().get(name)
-            source = "entry-point"
-        if factory is None:
-            raise WorldForgeError(
-                f"Unknown evaluation suite '{name}'. Known suites: {', '.join(cls.registered_names())}."
-            )
-        suite = _call_factory(factory, options, name)
-        if source == "entry-point" and suite.cli_ref is None:
+        reg = SUITES.get(name)
+        if reg is None:
+            raise WorldForgeError(_unknown(name, SUITES.names()))
+        loaded = SUITES.resolve(reg)
+        if reg.source == ENTRY_POINT and isinstance(loaded, EvaluationSuite):
+            suite = loaded
+        else:
+            suite = _call_factory(loaded, options, name)
+        if reg.source == ENTRY_POINT and suite.cli_ref is None:
             suite.cli_ref = name
         return suite
 
@@ -260,12 +251,10 @@ class EvaluationSuite:
         """Resolve a CLI ``--suite`` value: a known name, or a ``module:attr``/``file.py:attr`` factory."""
         if not isinstance(ref, str) or not ref.strip():
             raise WorldForgeError("--suite: must be a suite name or module:attr.")
-        if ref in _BUILTINS or ref in cls._registry or ref in _entry_point_suites():
+        if ref in SUITES:
             return cls.from_registered(ref, options)
         if ":" not in ref:
-            raise WorldForgeError(
-                f"Unknown evaluation suite '{ref}'. Known suites: {', '.join(cls.registered_names())}."
-            )
+            raise WorldForgeError(_unknown(ref, SUITES.names()))
         target, _, attr = ref.rpartition(":")
         factory = _load_attr(target, attr, ref)
         suite = factory if isinstance(factory, EvaluationSuite) else _call_factory(factory, options, ref)
@@ -273,16 +262,31 @@ class EvaluationSuite:
             suite.cli_ref = ref
         return suite
 
+    @classmethod
+    def factory_of(cls, ref: str) -> object:
+        """What ``ref`` names before anything is built: a factory (possibly one that declares its
+        options, :class:`~worldforge.evaluation.options.SuiteBuilder`) or a suite object, found
+        the way :meth:`from_reference` finds it."""
+        if not isinstance(ref, str) or not ref.strip():
+            raise WorldForgeError("--suite: must be a suite name or module:attr.")
+        reg = SUITES.get(ref)
+        if reg is not None:
+            return SUITES.resolve(reg)
+        if ":" not in ref:
+            raise WorldForgeError(_unknown(ref, SUITES.names()))
+        target, _, attr = ref.rpartition(":")
+        return _load_attr(target, attr, ref)
+
     # -- running ---------------------------------------------------------------------------------
     @property
     def required_capabilities(self) -> list[str]:
-
-        caps: list[str] = []
+        """What every provider must have: the scenarios' capabilities and those the suite states."""
+        caps: list[str] = list(self._declared_capabilities)
         for scenario in self.scenarios:
             caps.extend(scenario.required_capabilities)
         return list(normalize_capabilities(caps))
 
-    def check_providers(self, providers: Sequence[str], forge: Any) -> None:
+    def check_providers(self, providers: Sequence[str], forge: WorldForge) -> None:
         """Capability gate: every provider exists and has every capability the suite needs."""
         required = self.required_capabilities
         for provider in providers:
@@ -294,17 +298,21 @@ class EvaluationSuite:
                     f"required capabilities: {', '.join(missing)}."
                 )
 
-    def _base_world(self, forge: Any, provider: str, world: Any) -> Any:
+    def check_replayable(self) -> None:
+        """Refuse ``--replay`` for a suite that records no model exchanges (nothing to answer from)."""
+        if not self.replayable:
+            raise WorldForgeError(
+                f"--replay: {self.suite_id!r} does not record model exchanges, so a run of it cannot "
+                "be replayed."
+            )
+
+    def _base_world(self, forge: WorldForge, provider: str, world: World | None) -> World:
 
         if world is not None:
             return World.from_dict(world.to_dict(), forge=forge)
         if self.world_factory is not None:
             return self.world_factory(forge, provider)
         return World(f"{self.suite_id}-evaluation-world", provider, forge=forge)
-
-    def run(self, provider: str, *, forge: Any = None, world: Any = None) -> list[EvaluationResult]:
-        """Results for one provider (no report)."""
-        return self.run_report([provider], forge=forge, world=world).results
 
     def input_payload(
         self,
@@ -328,39 +336,62 @@ class EvaluationSuite:
         self,
         providers: str | Sequence[str],
         *,
-        forge: Any = None,
-        world: Any = None,
+        forge: WorldForge | None = None,
+        world: World | None = None,
         dataset_manifests: Iterable[Any] | None = None,
-        run: Any = None,
+        run: Run | None = None,
         command: Sequence[str] | None = None,
         notes: str | None = None,
+        replay: ReplaySource | None = None,
     ) -> EvaluationReport:
-        """Run every scenario for every provider and build the report (see module docstring)."""
+        """Check capabilities, let the suite produce, seal the report (see the module docstring).
 
+        This is the framework's, for every suite: a suite changes what it produces by overriding
+        :meth:`produce`, never how a report is checked, digested or assembled.
+        """
         names = [providers] if isinstance(providers, str) else list(providers)
         if not names:
             raise WorldForgeError("run_report() requires at least one provider.")
         if len(set(names)) != len(names):
             raise WorldForgeError("run_report(): a provider is listed twice.")
-        if forge is None:
-            forge = WorldForge()
+        if replay is not None:
+            self.check_replayable()
+        if forge is None:  # providers are built once, with the suite's options
+            forge = WorldForge(provider_options=self.options)
         self.check_providers(names, forge)
+        context = SuiteRun(
+            self.suite_id,
+            names,
+            forge,
+            run=run,
+            world=world,
+            dataset_refs=dataset_references(dataset_manifests),
+            replay=replay,
+        )
+        outcome = self.produce(context)
+        if not isinstance(outcome, SuiteOutcome):
+            raise WorldForgeError(
+                f"suite {self.suite_id!r}: produce() returned {type(outcome).__name__}, not a SuiteOutcome."
+            )
+        return seal_report(self, context, outcome, command=command, notes=notes)
+
+    def produce(self, context: SuiteRun) -> SuiteOutcome:
+        """Run every scenario for every provider: the suite's results (no sections or artifacts)."""
+        forge, run = context.forge, context.run
+        names = list(context.providers)
         runtime_manifests: dict[str, Any] = {}
         for name in names:
             manifest = forge.runtime_manifest(name)
             if manifest is not None:
                 runtime_manifests[name] = manifest
-        dataset_refs = dataset_references(dataset_manifests)
-        input_payload = self.input_payload(names, runtime_manifests, dataset_refs)
-        if run is not None:
-            run.add_input_value("evaluation", input_payload)
-            if dataset_refs:
-                run.add_dataset_refs(dataset_refs)
+        context.record_inputs(
+            self.input_payload(names, runtime_manifests, context.dataset_refs),
+            items=len(names) * len(self.scenarios),
+        )
         done: dict[str, Any] = dict(run.completed_items()) if run is not None else {}
-        events_before = forge.event_count
         results: list[EvaluationResult] = []
         for name in names:
-            base = self._base_world(forge, name, world)
+            base = self._base_world(forge, name, context.world)
             for index, scenario in enumerate(self.scenarios):
                 item_id = _ITEM_ID_RE.sub("_", f"{name}--{scenario.name}")
                 item_digest = digest_payload(
@@ -378,7 +409,7 @@ class EvaluationSuite:
                 if isinstance(previous, dict) and previous.get("input_digest") == item_digest:
                     results.append(EvaluationResult.from_dict(previous["result"]))
                     continue
-                context = EvaluationContext(
+                evaluation = EvaluationContext(
                     self.suite_id,
                     self.name,
                     scenario,
@@ -389,61 +420,18 @@ class EvaluationSuite:
                     dict(self.options),
                     run,
                 )
-                result, recordable = _evaluate(context)
+                result, recordable = _evaluate(evaluation)
                 results.append(result)
                 if run is not None and recordable:
                     run.record_item(
                         item_id, item_digest, {"input_digest": item_digest, "result": result.to_dict()}
                     )
-        extras = SuiteExtras()
-        if self.finalizer is not None:
-            produced = self.finalizer(
-                FinalizeContext(self, names, list(results), forge, run, dict(self.options))
-            )
-            if produced is not None:
-                if not isinstance(produced, SuiteExtras):
-                    raise WorldForgeError(
-                        f"suite {self.suite_id!r}: finalizer must return SuiteExtras or None."
-                    )
-                extras = produced
-        result_payload = {"results": [r.to_dict() for r in results], "sections": dict(extras.sections)}
-        provenance = ProvenanceEnvelope(
-            kind="evaluation",
-            suite_id=self.suite_id,
-            suite_version=self.suite_version,
-            worldforge_version=__version__,
-            created_at=utc_now_iso(),
-            command=list(command or []),
-            providers=names,
-            capabilities=self.required_capabilities,
-            runtime_manifests=runtime_manifests,
-            dataset_manifests=dataset_refs,
-            input_digest=digest_payload(input_payload),
-            result_digest=digest_payload(result_payload),
-            event_count=forge.event_count - events_before,
-            claim_boundary=self.claim_boundary,
-            metric_semantics=self.metric_semantics,
-            notes=notes,
-        )
-        return EvaluationReport(
-            self.suite_id,
-            self.name,
-            results,
-            claim_boundary=self.claim_boundary,
-            metric_semantics=self.metric_semantics,
-            provenance=provenance,
-            sections=extras.sections,
-            extra_artifacts=extras.extra_artifacts,
-            gallery_cases=build_cases(
-                results, expected_notes=self.expected_notes, cli_ref=self.cli_ref, options=self.options
-            ),
-            suite_version=self.suite_version,
-        )
+        return SuiteOutcome(tuple(results), runtime_manifests=runtime_manifests)
 
 
 def result_payload(report: EvaluationReport) -> dict[str, Any]:
     """The payload ``provenance.result_digest`` covers (pass it to ``run.complete``)."""
-    return {"results": [r.to_dict() for r in report.results], "sections": dict(report.sections)}
+    return results_payload(report.results, report.sections)
 
 
 def _evaluate(context: EvaluationContext) -> tuple[EvaluationResult, bool]:
@@ -500,29 +488,14 @@ def _load_attr(target: str, attr: str, ref: str) -> Any:
     return getattr(module, attr)
 
 
-def _entry_point_suites() -> dict[str, SuiteFactory]:
-    from importlib.metadata import entry_points
-
-    found: dict[str, SuiteFactory] = {}
-    for ep in entry_points(group=SUITE_ENTRY_POINT_GROUP):
-
-        def factory(options: dict[str, Any] | None = None, _ep: Any = ep) -> EvaluationSuite:
-            loaded = _ep.load()
-            if isinstance(loaded, EvaluationSuite):
-                return loaded
-            return loaded(options) if options else loaded()
-
-        found[ep.name] = factory
-    return found
-
-
 __all__ = [
     "DEFAULT_CLAIM_BOUNDARY",
     "DEFAULT_METRIC_SEMANTICS",
+    "BUILTIN_SUITES",
+    "SUITES",
     "SUITE_CONTRACT_VERSION",
     "SUITE_ENTRY_POINT_GROUP",
     "EvaluationSuite",
-    "FinalizeContext",
-    "SuiteExtras",
+    "load_suite_module",
     "result_payload",
 ]

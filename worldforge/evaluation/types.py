@@ -15,6 +15,9 @@ from typing import Any
 
 from worldforge.core.canonical import ensure_json_native
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.world import World
+from worldforge.forge import WorldForge
+from worldforge.workspace import Run
 
 SCENARIO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -224,11 +227,11 @@ class EvaluationContext:
     suite: str
     scenario: EvaluationScenario
     provider: str
-    world: Any
-    forge: Any
+    world: World
+    forge: WorldForge
     index: int
     options: dict[str, Any] = field(default_factory=dict)
-    run: Any = None
+    run: Run | None = None
 
     def outcome(self, *, score: Any, passed: Any, metrics: Any = None) -> EvaluationScenarioOutcome:
         """Validate and package a scenario outcome (the recommended evaluator return value)."""

@@ -1,5 +1,4 @@
-"""Evidence: the one sanitizer (:mod:`worldforge.evidence.sanitize`) and evidence/issue bundles.
-
-Submodules are imported on demand so that importing the sanitizer (which CLI error handling does on
-every failure) never pulls in the bundler.
+"""Evidence: evidence and issue bundles, the gate that re-scans them, and the secret corpus both
+are measured on. The sanitizer itself lives at the bottom of the stack (:mod:`worldforge.core.redact`)
+so every layer can use it; submodules here are imported on demand.
 """

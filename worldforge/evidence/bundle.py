@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -52,7 +53,8 @@ from worldforge.evidence.gate import (
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.evidence.withhold import WITHHELD, strip_digests, withhold
-from worldforge.workspace.layout import LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, load_manifest, read_invocation
+from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, read_invocation
+from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
@@ -201,14 +203,14 @@ def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict
     }
 
 
-def _source_date(manifests: list[dict[str, Any]]) -> str | None:
-    stamps = [str(m.get("updated_at") or m.get("created_at") or "") for m in manifests]
+def _source_date(manifests: list[RunManifest]) -> str | None:
+    stamps = [m.updated_at or m.created_at or "" for m in manifests]
     stamps = [s for s in stamps if s]
     return max(stamps) if stamps else None
 
 
 def _cited_manifest_file(
-    invocation: tuple[list[str], Path] | None, manifest: dict[str, Any], rel_path: str
+    invocation: tuple[list[str], Path] | None, manifest: RunManifest, rel_path: str
 ) -> Path | None:
     """The file a run cited by its repository-relative ``rel_path``, located from the run's record.
 
@@ -221,7 +223,7 @@ def _cited_manifest_file(
     if invocation is None or not pure.parts or pure.is_absolute() or ".." in pure.parts:
         return None
     argv, cwd = invocation
-    config = (manifest.get("config") or {}).get("dataset_manifests")
+    config = manifest.config.get("dataset_manifests")
     args = [b for a, b in zip(argv, argv[1:], strict=False) if a == "--dataset-manifest"]
     args += [a.partition("=")[2] for a in argv if a.startswith("--dataset-manifest=")]
     for arg in args + ([str(a) for a in config] if isinstance(config, list) else []):
@@ -234,7 +236,7 @@ def _cited_manifest_file(
 def _add_dataset_manifests(
     builder: _Builder,
     invocation: tuple[list[str], Path] | None,
-    manifest: dict[str, Any],
+    manifest: RunManifest,
     claimed: dict[str, str],
 ) -> None:
     """Copy the repository dataset manifests a run cites to ``dataset-manifests/<path>``.
@@ -244,7 +246,7 @@ def _add_dataset_manifests(
     longer match the recorded digest, is listed as excluded with that digest and the reason.
     ``claimed`` maps bundle paths to their repository path, so a shared manifest is listed once.
     """
-    for ref in manifest.get("dataset_manifests") or []:
+    for ref in manifest.dataset_manifests:
         rel_path = ref.get("path") if isinstance(ref, dict) else None
         if not isinstance(rel_path, str):
             continue  # local-only: the run cited a manifest outside the repository
@@ -275,8 +277,9 @@ def build_bundle(
     overwrite: bool = False,
     make_zip: bool = False,
     issue: bool = False,
+    attest: Callable[[Path, dict[str, Any], dict[str, bytes]], object] | None = None,
 ) -> BundleResult:
-    """Bundle the given runs (every run of the workspace when ``run_refs`` is empty)."""
+    """Bundle the given runs (all when ``run_refs`` is empty); ``attest`` signs a bundle the gate passed."""
 
     refs = list(run_refs) or [row["run_id"] for row in list_runs(workspace_dir)]
     if not refs:
@@ -293,13 +296,13 @@ def build_bundle(
         shutil.rmtree(out)
     out.mkdir()
     builder = _Builder(out)
-    manifests: list[dict[str, Any]] = []
+    manifests: list[RunManifest] = []
     stories: list[dict[str, Any]] = []
     copied_datasets: dict[str, str] = {}
     claimed_inputs: dict[str, str | None] = {}
     fixture_digests: list[dict[str, Any]] = []
     for run_dir in run_dirs:
-        manifest = load_manifest(run_dir)
+        manifest = read_run_manifest(run_dir)
         manifests.append(manifest)
         stories.append(run_story(run_dir, manifest))
         run_files = {
@@ -307,7 +310,7 @@ def build_bundle(
             for path in sorted(p for p in run_dir.rglob("*") if p.is_file())
         }
         contents = {rel: path.read_bytes() for rel, path in run_files.items()}
-        rendered = rerender_reports(str(manifest.get("kind") or ""), contents)
+        rendered = rerender_reports(manifest.kind, contents)
         for rel, path in run_files.items():
             local = rel == LOCK_NAME or rel.startswith(LOCAL_DIR + "/") or path.is_symlink()
             builder.add_bytes(
@@ -336,6 +339,8 @@ def build_bundle(
     manifest_payload, findings = _settle(
         out, builder, texts, scan_bundle_dir(out, known, builder.written), known
     )
+    if attest is not None and manifest_payload["safe_to_attach"]:
+        attest(out, manifest_payload, builder.written)
     if final.exists():
         shutil.rmtree(final)
     os.replace(out, final)
@@ -346,6 +351,7 @@ def build_bundle(
         if zip_findings:  # fail closed: no zip that the detector objects to is left behind
             zip_path.unlink()
             zip_path = None
+            (final / ATTESTATION_NAME).unlink(missing_ok=True)  # it attests the verdict being withdrawn
             refused = sorted(set(findings) | set(zip_findings))
             manifest_payload, findings = _settle(final, builder, texts, refused, known)
     return BundleResult(final, manifest_payload, zip_path)
@@ -520,7 +526,7 @@ def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
         report.add("bundle-digest-mismatch", EVIDENCE_MANIFEST, "bundle_digest does not match the file list")
     for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(bundle_dir).as_posix()
-        if rel != EVIDENCE_MANIFEST and rel not in files:
+        if rel not in (EVIDENCE_MANIFEST, ATTESTATION_NAME) and rel not in files:
             report.add("unlisted-file", rel, "file is not listed in evidence_manifest.json")
     report.checked["files"] = len(included)
     runs_root = bundle_dir / "runs"
@@ -536,10 +542,10 @@ def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
         sub = verify_run(run_dir, prefix=prefix, skip_paths=changed)
         if MANIFEST_NAME not in changed:
             try:
-                run_manifest = load_manifest(run_dir)
+                artifacts = read_run_manifest(run_dir).artifacts or []
             except WorldForgeError:
-                run_manifest = {}
-            recorded = {a["path"]: a["sha256"] for a in run_manifest.get("artifacts") or []}
+                artifacts = []
+            recorded = {a["path"]: a["sha256"] for a in artifacts}
             for rel in sorted(changed):
                 source_digest = files[prefix + rel]["source_sha256"]
                 if rel in recorded and source_digest not in (WITHHELD, recorded[rel]):

@@ -33,6 +33,7 @@ import yaml
 from worldforge.benchmark.harness import render_csv, render_markdown
 from worldforge.core.canonical import pretty_json
 from worldforge.core.redact import Redaction, sanitize_value, sanitize_with_ledger
+from worldforge.evaluation.suite import load_suite_module
 from worldforge.reports import render_report
 from worldforge.reports.json_report import render_gallery_json
 from worldforge.reports.markdown import render_gallery_markdown
@@ -236,6 +237,8 @@ def rerender_reports(kind: str, files: dict[str, bytes]) -> dict[str, str]:
             continue
         if not isinstance(payload, dict):
             continue
+        if kind == "evaluation":  # a built-in suite's own HTML page is registered when it loads
+            load_suite_module(str(payload.get("suite_id") or ""))
         clean = sanitize_value(payload)
         for path, render in renderers().items():
             if path not in files:

@@ -32,6 +32,7 @@ import yaml
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.redact import sanitize_text
+from worldforge.workspace.records import RunManifest
 
 PRESET_SCHEMA_VERSION = 1
 
@@ -91,7 +92,7 @@ def _preset_files(run_id: str, entry: dict[str, Any]) -> list[InputCopy]:
 
 
 def run_inputs(
-    manifest: dict[str, Any], already: dict[str, str | None], start: Path | None
+    manifest: RunManifest, already: dict[str, str | None], start: Path | None
 ) -> tuple[list[dict[str, Any]], list[InputCopy]]:
     """Fixture-digest records and the files to bundle for one run's recorded inputs.
 
@@ -101,15 +102,14 @@ def run_inputs(
     run's start directory (:func:`worldforge.workspace.layout.read_invocation`); without it, files
     are listed by digest only.
     """
-    run_id = str(manifest.get("run_id"))
+    run_id = manifest.run_id
     digests: list[dict[str, Any]] = []
     copies: list[InputCopy] = []
-    inputs = manifest.get("inputs")
-    for entry in inputs if isinstance(inputs, list) else []:
+    for entry in manifest.inputs:
         if not isinstance(entry, dict):
             continue
         kind = entry.get("kind")
-        if kind == "value" and entry.get("name") == "preset" and manifest.get("kind") == "benchmark":
+        if kind == "value" and entry.get("name") == "preset" and manifest.kind == "benchmark":
             for copy in _preset_files(run_id, entry):
                 if copy.bundle_path not in already:
                     already[copy.bundle_path] = digest_bytes(copy.data)

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text
+from worldforge.core.run_events import RunStatus
 from worldforge.workspace.layout import RESULT_PATH
+from worldforge.workspace.records import RunManifest
 from worldforge.workspace.store import effective_status
 
 
@@ -28,26 +30,30 @@ def _result_payload(run_dir: Path) -> Any:
         return None
 
 
-def run_story(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def run_story(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
     """Command, expected signal, observed failure and first triage step for one run."""
-    run_id = str(manifest.get("run_id"))
+    run_id = manifest.run_id
     status = effective_status(run_dir, manifest)
     result = _result_payload(run_dir)
     expected = (
-        f"`{manifest.get('command')}` completes (status `completed`), writes a result digest, and "
+        f"`{manifest.command}` completes (status `completed`), writes a result digest, and "
         f"`worldforge runs verify {run_id}` passes."
     )
     if isinstance(result, dict) and isinstance(result.get("expected_signal"), str):
         expected = result["expected_signal"]
-    error = manifest.get("error") or {}
-    if status == "failed":
-        observed = f"Run failed: {error.get('type', 'error')}: {error.get('message', 'no message recorded')}"
+    error = manifest.error
+    if status == RunStatus.FAILED:
+        observed = (
+            f"Run failed: {error.type}: {error.message}"
+            if error is not None
+            else "Run failed: error: no message recorded"
+        )
         triage = f"Open `runs/{run_id}/events.jsonl` at the `run.failed` event and rerun the command above."
-    elif status == "interrupted":
-        reason = error.get("message", "no terminal event")
-        observed = f"Run was interrupted after {manifest.get('event_count')} events ({reason})."
+    elif status == RunStatus.INTERRUPTED:
+        reason = error.message if error is not None else "no terminal event"
+        observed = f"Run was interrupted after {manifest.event_count} events ({reason})."
         triage = f"Resume it with `worldforge runs resume {run_id}`; completed items are reused."
-    elif status == "running":
+    elif status == RunStatus.RUNNING:
         observed = "Run was still in progress when the bundle was made."
         triage = "Wait for the run to finish, then bundle it again."
     else:
@@ -68,12 +74,12 @@ def run_story(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         )
     return {
         "run_id": run_id,
-        "kind": manifest.get("kind"),
-        "status": status,
-        "command": sanitize_text(str(manifest.get("command") or "")),
-        "input_digest": manifest.get("input_digest"),
-        "result_digest": manifest.get("result_digest"),
-        "claim_boundary": manifest.get("claim_boundary"),
+        "kind": manifest.kind,
+        "status": status.value,
+        "command": sanitize_text(manifest.command),
+        "input_digest": manifest.input_digest,
+        "result_digest": manifest.result_digest,
+        "claim_boundary": manifest.claim_boundary,
         "expected_signal": sanitize_text(expected),
         "observed_failure": sanitize_text(observed),
         "first_triage_step": triage,

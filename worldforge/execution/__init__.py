@@ -2,10 +2,13 @@
 
 An executor is a :class:`concurrent.futures.Executor` (``submit`` returns a future, ``map`` keeps
 input order), so suites and stages are written once against the standard library's contract and
-the executor is picked by name. ``EXECUTORS`` maps each name to ``module:factory``; a factory takes
-``workers`` and keyword options and returns a started executor. Adding an executor is one module
-and one line here. Modules load only when their executor is asked for, so optional engines cost
-nothing when unused.
+the executor is picked by name. ``EXECUTORS`` (the one registry mechanism,
+:class:`worldforge.core.registry.Registry`) maps each name to ``module:factory``: the built-ins in
+``BUILTIN_EXECUTORS``, equal to the project's ``worldforge.executors`` entry points, and whatever an
+installed package adds to that group. A factory takes ``workers`` and keyword options and returns a
+started executor. Adding an executor is one module and one line in ``BUILTIN_EXECUTORS`` (and the
+same line in ``pyproject.toml``). Modules load only when their executor is asked for, so optional
+engines cost nothing when unused.
 
 Results never depend on the executor: a work unit is a plain function of plain values that returns
 a plain value and never touches the run workspace; the driver consumes results by item
@@ -20,11 +23,12 @@ trial hosts, :mod:`.trial_host`) and :mod:`.environments` (per-submission Python
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.registry import Registry
 from worldforge.execution.base import (
     NodeFuture,
     StatefulPool,
@@ -34,34 +38,47 @@ from worldforge.execution.base import (
     stateful_pool,
 )
 
-#: Executor name -> ``module:factory``.
-EXECUTORS: dict[str, str] = {
+#: What an executor name loads: ``factory(workers, **options)`` returns a started executor.
+ExecutorFactory = Callable[..., Executor]
+#: The project's own executors by ``module:factory``: the fallback when the installed entry-point
+#: record is stale or absent, and equal to ``[project.entry-points."worldforge.executors"]``.
+BUILTIN_EXECUTORS: dict[str, str] = {
     "local": "worldforge.execution.local:start_pool",
     # a Ray cluster (the optional ``distributed`` extra; ``address`` option, else ``RAY_ADDRESS``)
     "ray": "worldforge.execution.ray:start_ray",
 }
+EXECUTOR_ENTRY_POINT_GROUP = "worldforge.executors"
+
+
+def _checked(name: str, loaded: object) -> ExecutorFactory:
+    if not callable(loaded):
+        raise WorldForgeError(f"executor {name!r}: {type(loaded).__name__} is not a factory.")
+    return loaded
+
+
+#: Executor name -> factory (built-ins, registrations, the ``worldforge.executors`` group).
+EXECUTORS: Registry[ExecutorFactory] = Registry(
+    "executor", BUILTIN_EXECUTORS, group=EXECUTOR_ENTRY_POINT_GROUP, check=_checked
+)
 
 
 def executor_names() -> list[str]:
     """The executor names ``create_executor`` accepts."""
-    return sorted(EXECUTORS)
+    return EXECUTORS.names()
 
 
-def _target(name: str) -> str:
-    target = EXECUTORS.get(name)
-    if target is None:
-        raise WorldForgeError(
-            f"--executor: unknown executor {name!r}; choose one of {', '.join(executor_names())}."
-        )
-    return target
+def _unknown(name: str, known: list[str]) -> str:
+    return f"--executor: unknown executor {name!r}; choose one of {', '.join(known)}."
+
+
+def _check_name(name: str) -> None:
+    if name not in EXECUTORS:
+        raise WorldForgeError(_unknown(name, executor_names()))
 
 
 def create_executor(name: str, workers: int, **options: Any) -> Executor:
     """A started executor called ``name`` with ``workers`` workers (``WorldForgeError`` if unknown)."""
-    module_name, factory_name = _target(name).split(":")
-    factory = getattr(importlib.import_module(module_name), factory_name)
-    executor: Executor = factory(workers, **options)
-    return executor
+    return EXECUTORS.load(name, _unknown)(workers, **options)
 
 
 def executor_for(
@@ -74,7 +91,7 @@ def executor_for(
     :func:`create_executor` with the address. An address without a cluster executor is a usage error.
     """
     name = name or "local"
-    _target(name)
+    _check_name(name)
     if name == "local":
         if address:
             raise WorldForgeError("--ray-address needs --executor ray.")
@@ -83,7 +100,10 @@ def executor_for(
 
 
 __all__ = [
+    "BUILTIN_EXECUTORS",
     "EXECUTORS",
+    "EXECUTOR_ENTRY_POINT_GROUP",
+    "ExecutorFactory",
     "NodeFuture",
     "auto_chunk",
     "create_executor",

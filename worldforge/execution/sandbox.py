@@ -37,13 +37,13 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.registry import Registry, choices
 from worldforge.execution import cgroups
 from worldforge.execution.confine import (
     Confinement,
@@ -107,29 +107,67 @@ class TrialLimits:
         }
 
 
+class Isolation(Protocol):
+    """An isolation mode ``--sandbox`` names: ``check`` fails closed, with one line naming what is
+    missing, when the mode cannot hold a trial in on this machine."""
+
+    def check(self, requested: str) -> None: ...
+
+
+class _Process:
+    """No sandbox: always available, never chosen silently (only an explicit ``--sandbox process``)."""
+
+    def check(self, requested: str) -> None:
+        return None
+
+
+class _Bubblewrap:
+    """Bubblewrap around each trial host, with control groups holding a root evaluator's limits."""
+
+    def check(self, requested: str) -> None:
+        ok, detail = bubblewrap_status()
+        if not ok:
+            raise WorldForgeError(
+                f"--sandbox {requested}: submissions run only in a sandbox and {detail} "
+                "(Debian: apt-get install bubblewrap); --sandbox process runs them without one, "
+                "which is no security boundary."
+            )
+        if is_root() and cgroups.detect() is None:
+            raise WorldForgeError(
+                f"--sandbox {requested}: running as root needs writable cgroups to hold a sandbox's "
+                f"limits ({cgroups.cgroup_status()[1]})."
+            )
+
+
+BUBBLEWRAP: Isolation = _Bubblewrap()
+PROCESS: Isolation = _Process()
+#: Isolation modes by name, equal to the project's ``worldforge.sandboxes`` entry points. Closed to
+#: other packages (``plugins=False``): a sandbox is the security boundary, and trial hosts are built
+#: for these modes alone, so an installed package must not be able to add one.
+ISOLATIONS: Registry[Isolation] = Registry(
+    "sandbox",
+    {
+        "bubblewrap": "worldforge.execution.sandbox:BUBBLEWRAP",
+        "process": "worldforge.execution.sandbox:PROCESS",
+    },
+    group="worldforge.sandboxes",
+    plugins=False,
+)
+
+
 def resolve_isolation(requested: str = "auto") -> str:
     """``bubblewrap`` or ``process`` for ``auto|bubblewrap|process``.
 
     Fails closed: ``auto`` and ``bubblewrap`` need a working bubblewrap and, for a root evaluator,
     writable cgroups (a one-line :class:`WorldForgeError` naming what is missing); only an explicit
     ``process`` runs without a sandbox."""
-    if requested == "process":
-        return "process"
-    if requested not in ("auto", "bubblewrap"):
-        raise WorldForgeError(f"--sandbox: expected auto, bubblewrap or process, got {requested!r}.")
-    ok, detail = bubblewrap_status()
-    if not ok:
-        raise WorldForgeError(
-            f"--sandbox {requested}: submissions run only in a sandbox and {detail} "
-            "(Debian: apt-get install bubblewrap); --sandbox process runs them without one, "
-            "which is no security boundary."
-        )
-    if is_root() and cgroups.detect() is None:
-        raise WorldForgeError(
-            f"--sandbox {requested}: running as root needs writable cgroups to hold a sandbox's "
-            f"limits ({cgroups.cgroup_status()[1]})."
-        )
-    return "bubblewrap"
+    name = "bubblewrap" if requested == "auto" else requested
+    mode = ISOLATIONS.get(name)
+    if mode is None:
+        known = choices(["auto", *ISOLATIONS.names()])
+        raise WorldForgeError(f"--sandbox: expected {known}, got {requested!r}.")
+    ISOLATIONS.resolve(mode).check(requested)
+    return name
 
 
 def sandbox_notes(isolation: str) -> dict[str, Any]:
@@ -513,20 +551,15 @@ class TrialPool:
             host.close()
 
 
-@contextmanager
-def trial_pool(spec: HostSpec, size: int = 1) -> Iterator[TrialPool]:
-    pool = TrialPool(spec, size)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
 __all__ = [
     "BASE_ENV",
+    "BUBBLEWRAP",
     "HOST_SCRIPT",
+    "ISOLATIONS",
+    "PROCESS",
     "HostRelay",
     "HostSpec",
+    "Isolation",
     "OUTER_GRACE_S",
     "TrialHost",
     "TrialLimits",
@@ -537,5 +570,4 @@ __all__ = [
     "resolve_isolation",
     "runtime_folder",
     "sandbox_notes",
-    "trial_pool",
 ]

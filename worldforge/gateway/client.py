@@ -1,6 +1,6 @@
 """The trial side of the gateway: a standard-library client a prompt program calls for each turn.
 
-:class:`TrialSession` is what :class:`~worldforge.providers.ollama.ChatTrial` drives: its
+:class:`TrialSession` is what :class:`~worldforge.providers.chat.ChatTrial` drives: its
 ``generate(messages, options)`` posts one chat completion to the trial's route and returns a
 :class:`~worldforge.providers.base.GenerationResult` with the usage counts the trial limits read.
 Gateway errors come back as the exceptions a direct provider call raises (a provider failure is a
@@ -23,7 +23,7 @@ from typing import Any
 
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import GenerationResult
-from worldforge.providers.ollama import TrialLimitExceeded
+from worldforge.providers.chat import TrialLimitExceeded
 
 _RETRYABLE = (
     http.client.RemoteDisconnected,

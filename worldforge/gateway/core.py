@@ -35,6 +35,16 @@ is answered exactly as without a cap (``n`` > 1 choices made by one server reque
 trial past its budget, which fails it anyway, and one request spends at most its allowance plus
 the prompt of the call that crosses it.
 
+Run token limit (``max_run_tokens``, ``eval --max-run-tokens``). The same count, summed over every
+answer this gateway forwards (:attr:`Gateway.run_tokens`), with the allowances of the requests in
+flight held against it. A request's allowance is also cut to what is left of the run's limit; when
+nothing is left the request is refused (``run_limit``) and every later one too. A trial refused
+that way, whose answer such a cut shortened, or whose answer took the count past the limit (a
+prompt is only counted once answered) is *stopped* (:attr:`Gateway.stopped_items`): its item is not
+recorded, so ``runs resume`` runs it again, and :attr:`Gateway.stopped` says why generation
+stopped. The recorded items therefore never hold more than the limit; the gateway's own count
+passes it by at most the prompts of the calls that cross it, as a trial's does.
+
 A trial's requests in flight hold their allowances, so two concurrent requests cannot each spend
 the whole remainder. A request that arrives while another of its trial is upstream goes at once
 when what is not held covers its own ``max_tokens`` (times ``n``); otherwise it waits for the
@@ -54,6 +64,8 @@ from typing import Any
 
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.core.run_events import EventRecorder, GatewayExchange
+from worldforge.forge import WorldForge
 from worldforge.gateway.client import GatewayClient, TrialSession
 from worldforge.gateway.exchange import (
     Completion,
@@ -68,7 +80,7 @@ from worldforge.gateway.exchange import (
 from worldforge.gateway.replay import ReplaySource, ReplayUpstream
 from worldforge.gateway.server import MAX_REQUEST_BYTES, LoopbackServer
 from worldforge.gateway.upstream import ProviderUpstream, TrialRoute, Upstream
-from worldforge.providers.ollama import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT
+from worldforge.providers.chat import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT
 
 #: How often a request waiting for its trial's budget looks again (it is also woken on each answer).
 _WAIT_POLL_S = 0.5
@@ -83,21 +95,39 @@ class Gateway:
 
     def __init__(
         self,
-        forge: Any = None,
+        forge: WorldForge | None = None,
         *,
         models: Sequence[str] = (),
-        run: Any = None,
+        run: EventRecorder | None = None,
         replay: ReplaySource | None = None,
+        max_run_tokens: int | None = None,
     ) -> None:
+        if max_run_tokens is not None and (isinstance(max_run_tokens, bool) or int(max_run_tokens) < 1):
+            raise WorldForgeError(f"--max-run-tokens: expected a positive integer, got {max_run_tokens!r}.")
         self.recorder = Recorder()
-        self.upstream: Upstream = (
-            ReplayUpstream(replay, self.recorder) if replay is not None else ProviderUpstream(forge)
-        )
+        self.upstream: Upstream
+        if replay is not None:
+            self.upstream = ReplayUpstream(replay, self.recorder)
+        elif forge is not None:
+            self.upstream = ProviderUpstream(forge)
+        else:
+            raise WorldForgeError("the model gateway needs a forge to forward to or a run to replay.")
         self.replay = replay
         self.models = list(models)
         self.run = run
         self.exchange_count = 0
         self.failed_count = 0
+        #: Wall-seconds of each item's requests, by item id (the clock: for the event log only).
+        self.item_seconds: dict[str, float] = {}
+        #: The run's token limit for this gateway's requests (``None``: none), what its answers
+        #: counted, and what the requests in flight hold.
+        self.max_run_tokens = None if max_run_tokens is None else int(max_run_tokens)
+        self.run_tokens = 0
+        self._run_held = 0
+        #: Why generation stopped (the run's token limit), ``None`` while it goes on.
+        self.stopped: str | None = None
+        #: Trials a run-limit refusal or cut reached: their items are left unrecorded.
+        self.stopped_items: set[str] = set()
         self._routes: dict[str, TrialRoute] = {}
         self._lock = threading.Lock()
         self._server: LoopbackServer | None = None
@@ -256,9 +286,10 @@ class Gateway:
             route.pending[index] = request
         completion: Completion | None = None
         error: GatewayError | None = None
+        cut = False
         try:
             self._check_time(route, index)
-            self._reserve(route, request, index)
+            cut = self._reserve(route, request, index)
             completion = self.upstream.complete(route, request, index)
         except GatewayError as exc:
             error = exc
@@ -287,7 +318,18 @@ class Gateway:
         with self._lock:
             self.exchange_count += 1
             self.failed_count += error is not None
-        extra: dict[str, Any] = {"duration_ms": round((time.perf_counter() - started) * 1000.0, 3)}
+            if self.max_run_tokens is not None and request.allowance is not None:
+                self._run_held -= request.allowance
+            if completion is not None:
+                self.run_tokens += completion.prompt_tokens + completion.completion_tokens
+                over = self.max_run_tokens is not None and self.run_tokens > self.max_run_tokens
+                if over or (cut and (completion.capped or completion.not_asked)):
+                    # It took the run past its limit, or the limit shortened it (not the model's
+                    # whole answer): either way the trial is redone when the run resumes.
+                    self._stop(route.item_id)
+            seconds = time.perf_counter() - started
+            self.item_seconds[route.item_id] = self.item_seconds.get(route.item_id, 0.0) + seconds
+        extra: dict[str, Any] = {"duration_ms": round(seconds * 1000.0, 3)}
         if request.allowance is not None:
             extra["budget"] = {
                 "allowance": request.allowance,
@@ -315,11 +357,13 @@ class Gateway:
                 f"(limit {route.max_seconds:g} s).",
             )
 
-    def _reserve(self, route: TrialRoute, request: Request, index: int) -> None:
-        """Set and hold the request's allowance (see "Token budget"), waiting if it must.
+    def _reserve(self, route: TrialRoute, request: Request, index: int) -> bool:
+        """Set and hold the request's allowance (see "Token budget"), waiting if it must; whether
+        the run's token limit cut it (see "Run token limit").
 
         Refused (``trial_limit``) when the trial is past its budget once its other requests are
-        answered; given up (``trial_ended``) when the trial closes while it waits.
+        answered; given up (``trial_ended``) when the trial closes while it waits; refused
+        (``run_limit``) when the run's limit is spent.
         """
         demand = None if request.max_tokens is None else request.max_tokens * request.n
         with route.lock:
@@ -342,8 +386,42 @@ class Gateway:
             # Exactly at the budget the package still makes the call (and fails the trial after
             # it, whatever it costs): the smallest allowance lets it, at the least cost.
             free = max(free, 1)
-            request.allowance = free if demand is None else min(free, demand)
-            route.reserved += request.allowance
+            wanted = free if demand is None else min(free, demand)
+            allowance, cut = self._hold_run(route.item_id, wanted, index)
+            request.allowance = allowance
+            route.reserved += allowance
+            return cut
+
+    def _hold_run(self, item_id: str, allowance: int, index: int) -> tuple[int, bool]:
+        """The allowance cut to what is left of the run's limit and held against it, and whether it
+        was cut; ``run_limit`` when nothing is left (or generation already stopped)."""
+        if self.max_run_tokens is None:
+            return allowance, False
+        with self._lock:
+            left = self.max_run_tokens - self.run_tokens - self._run_held
+            if self.stopped is not None or left < 1:
+                self._stop(item_id)
+                raise GatewayError(
+                    "run_limit",
+                    f"run token limit: {self.run_tokens} prompt+completion tokens counted before "
+                    f"request {index + 1} of {item_id} (limit {self.max_run_tokens}).",
+                )
+            held = min(allowance, left)
+            self._run_held += held
+            return held, held < allowance
+
+    def _stop(self, item_id: str) -> None:
+        """Record that generation stopped at ``item_id`` (the caller holds ``_lock``)."""
+        self.stopped_items.add(item_id)
+        if self.stopped is None:
+            self.stopped = (
+                f"the run's token limit ({self.max_run_tokens} prompt+completion tokens, "
+                f"--max-run-tokens) was reached after {self.run_tokens} tokens; the items done are "
+                "kept and `worldforge runs resume` runs the rest."
+            )
+            self._emit(
+                "gateway.run_limit", {"max_run_tokens": self.max_run_tokens, "tokens": self.run_tokens}
+            )
 
     def _refused(self, token: str | None, path: str, status: int, length: int | None) -> None:
         """A request the server refused before reading its body (too large, or of no stated length).
@@ -367,15 +445,13 @@ class Gateway:
 
     def _emit_exchange(self, route: TrialRoute, index: int, exchange: dict[str, Any], **extra: Any) -> None:
         """The ``gateway.exchange`` event: the recorded exchange with the trial, position and source."""
-        self._emit(
-            "gateway.exchange",
-            {"item_id": route.item_id, "index": index, "source": self.upstream.source, **extra, **exchange},
-        )
+        if self.run is not None:
+            event = GatewayExchange.of(route.item_id, index, self.upstream.source, exchange, **extra)
+            self.run.emit(event.TYPE, event.to_dict())
 
     def _emit(self, event_type: str, payload: dict[str, Any]) -> None:
-        emit = getattr(self.run, "emit", None)
-        if callable(emit):
-            emit(event_type, payload)
+        if self.run is not None:
+            self.run.emit(event_type, payload)
 
 
 __all__ = ["Gateway"]

@@ -48,6 +48,9 @@ ERROR_STATUS = {
     "model_not_found": 404,
     "not_recorded": 409,
     "trial_limit": 429,
+    # the run's token limit (``--max-run-tokens``) is spent: generation stops, the trial is redone
+    # when the run is resumed
+    "run_limit": 429,
     # recorded for a request still unanswered when its trial ended (killed at its time limit):
     # the trial never saw an answer; a replay answers that request with this error
     "trial_ended": 504,

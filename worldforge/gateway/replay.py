@@ -31,7 +31,8 @@ from worldforge.gateway.exchange import (
     describe_difference,
 )
 from worldforge.gateway.upstream import TrialRoute
-from worldforge.workspace.layout import load_manifest
+from worldforge.workspace.records import read_run_manifest
+from worldforge.workspace.run import Run
 from worldforge.workspace.store import resolve_run_dir
 
 #: The run artifact that holds the providers' manifests and identities (what a replay stands on).
@@ -56,7 +57,7 @@ def session_payload(manifests: Mapping[str, Any], identities: Mapping[str, Any])
     return {"schema_version": SESSION_SCHEMA, "providers": providers}
 
 
-def write_session(run: Any, manifests: Mapping[str, Any], identities: Mapping[str, Any]) -> None:
+def write_session(run: Run | None, manifests: Mapping[str, Any], identities: Mapping[str, Any]) -> None:
     """Record the session artifact in ``run`` (a no-op without a run workspace)."""
     if run is not None:
         payload = session_payload(manifests, identities)
@@ -108,12 +109,12 @@ def _read_json(path: Path) -> Any:
 def load_replay(run_dir: str | Path) -> ReplaySource:
     """Load a recorded run directory; a run that cannot be replayed is a :class:`WorldForgeError`."""
     directory = Path(run_dir)
-    manifest = load_manifest(directory)
-    run_id = str(manifest.get("run_id") or directory.name)
-    kind = manifest.get("kind")
+    manifest = read_run_manifest(directory)
+    run_id = manifest.run_id or directory.name
+    kind = manifest.kind
     if kind != "evaluation":
         raise WorldForgeError(f"--replay {run_id}: it is a {kind!r} run, not a {_SUITE} evaluation run.")
-    evaluated = (manifest.get("config") or {}).get("suite")
+    evaluated = manifest.config.get("suite")
     if evaluated != _SUITE:
         raise WorldForgeError(
             f"--replay {run_id}: it evaluated {evaluated!r}; only {_SUITE} runs record model exchanges."
@@ -141,7 +142,7 @@ def load_replay(run_dir: str | Path) -> ReplaySource:
 def open_replay(workspace: str | Path | None, ref: str) -> ReplaySource:
     """``--replay REF``: resolve a run id (or unique prefix) in ``workspace`` and load it."""
     if workspace is None:
-        raise WorldForgeError("--replay needs --run-workspace (the workspace that holds the recorded run).")
+        raise WorldForgeError("--replay needs --workspace (the workspace that holds the recorded run).")
     if not isinstance(ref, str) or not ref.strip() or "/" in ref or ref.startswith("."):
         raise WorldForgeError(f"--replay {ref!r}: expected a run id from `worldforge runs list`.")
     try:

@@ -34,9 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from worldforge.core.seeds import derive_seed
+from worldforge.forge import WorldForge
 from worldforge.gateway.exchange import Completion, GatewayError, Request
-from worldforge.providers.mock_letters import derive_seed
-from worldforge.providers.ollama import usage_counts
+from worldforge.providers.base import BaseProvider, GenerationResult
+from worldforge.providers.chat import usage_counts
 
 
 @dataclass
@@ -112,18 +114,20 @@ class ProviderUpstream:
 
     source = "model"
 
-    def __init__(self, forge: Any) -> None:
+    def __init__(self, forge: WorldForge) -> None:
         self.forge = forge
 
-    def _call(self, route: TrialRoute, request: Request, options: dict[str, Any], cap: int | None) -> Any:
+    def _call(
+        self, route: TrialRoute, request: Request, options: dict[str, Any], cap: int | None
+    ) -> GenerationResult:
         if cap is not None:
             options["max_tokens"] = cap
         return self.forge.generate(route.model, [dict(m) for m in request.messages], options)
 
     def _native(self, route: TrialRoute) -> bool:
         """Whether the trial's provider makes ``n`` choices in one request (``native_choices``)."""
-        lookup = getattr(self.forge, "provider", None)
-        return bool(getattr(lookup(route.model), "native_choices", False)) if callable(lookup) else False
+        provider = self.forge.provider(route.model)
+        return isinstance(provider, BaseProvider) and provider.native_choices
 
     def complete(self, route: TrialRoute, request: Request, index: int) -> Completion:
         allowance, own = request.allowance, request.max_tokens
@@ -141,7 +145,7 @@ class ProviderUpstream:
                 )
         cap = _smaller(first, own)
         result = self._call(route, request, options, cap)
-        meta = dict(getattr(result, "metadata", None) or {})
+        meta = dict(result.metadata)
         texts = [str(result.text)]
         choices = meta.get("choices")
         if (
@@ -150,7 +154,7 @@ class ProviderUpstream:
             and len(choices) == request.n
             and all(isinstance(c, str) for c in choices)
         ):
-            texts = list(choices)
+            texts = [c for c in choices if isinstance(c, str)]  # all are, checked just above
         prompt, completion = usage_counts(meta)
         served = meta.get("model")
         reason = meta.get("finish_reason", meta.get("done_reason"))
@@ -165,7 +169,7 @@ class ProviderUpstream:
             extra = dict(route.options)
             extra["trial_seed"] = derive_seed("gateway-choice/v1", route.seed, len(texts))
             more = self._call(route, request, extra, _smaller(left, own))
-            more_meta = dict(getattr(more, "metadata", None) or {})
+            more_meta = dict(more.metadata)
             texts.append(str(more.text))
             last_prompt, c = usage_counts(more_meta)
             prompt, completion = prompt + last_prompt, completion + c

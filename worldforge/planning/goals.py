@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from worldforge.core.entities import Position, SceneObject
+from worldforge.core.entities import Position, PositionDict, SceneObject
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.world import World
 
 GOAL_KINDS: tuple[str, ...] = ("object_at", "object_near", "swap_objects", "spawn_object")
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_NEAR_OFFSET = Position(0.1, 0.0, 0.0)
 
 
-def _selector(value: Any, field_name: str) -> str:
+def _selector(value: SceneObject | str, field_name: str) -> str:
     if isinstance(value, SceneObject):
         return value.id or value.name
     if not isinstance(value, str) or not value.strip():
@@ -28,7 +29,7 @@ def _selector(value: Any, field_name: str) -> str:
     return value
 
 
-def _find(world: Any, selector: str, field_name: str) -> SceneObject:
+def _find(world: World, selector: str, field_name: str) -> SceneObject:
     for obj in world.objects():
         if obj.id == selector:
             return obj
@@ -37,6 +38,17 @@ def _find(world: Any, selector: str, field_name: str) -> SceneObject:
         problem = "matches no object" if not named else f"is ambiguous ({len(named)} objects)"
         raise WorldForgeError(f"goal.{field_name}: {selector!r} {problem} in world {world.id!r}.")
     return named[0]
+
+
+class GoalDict(TypedDict):
+    """:meth:`Goal.to_dict`: what a plan records as its goal (``from_dict`` reads it back)."""
+
+    kind: str
+    object: str | None
+    reference: str | None
+    position: PositionDict | None
+    offset: PositionDict | None
+    tolerance: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +85,19 @@ class Goal:
             raise WorldForgeError(f"goal.offset: not allowed for {self.kind}.")
 
     @classmethod
-    def object_at(cls, obj: Any, position: Position, tolerance: float = DEFAULT_TOLERANCE) -> Goal:
+    def object_at(
+        cls, obj: SceneObject | str, position: Position, tolerance: float = DEFAULT_TOLERANCE
+    ) -> Goal:
         """Relocate ``obj`` to ``position``."""
         return cls("object_at", _selector(obj, "object"), None, position, None, tolerance)
 
     @classmethod
     def object_near(
-        cls, obj: Any, reference: Any, offset: Position | None = None, tolerance: float = DEFAULT_TOLERANCE
+        cls,
+        obj: SceneObject | str,
+        reference: SceneObject | str,
+        offset: Position | None = None,
+        tolerance: float = DEFAULT_TOLERANCE,
     ) -> Goal:
         """Place ``obj`` at ``reference + offset`` without moving the reference."""
         return cls(
@@ -92,7 +110,9 @@ class Goal:
         )
 
     @classmethod
-    def swap_objects(cls, obj: Any, reference: Any, tolerance: float = DEFAULT_TOLERANCE) -> Goal:
+    def swap_objects(
+        cls, obj: SceneObject | str, reference: SceneObject | str, tolerance: float = DEFAULT_TOLERANCE
+    ) -> Goal:
         """Exchange the positions of two objects."""
         return cls(
             "swap_objects", _selector(obj, "object"), _selector(reference, "reference"), None, None, tolerance
@@ -105,7 +125,7 @@ class Goal:
         """Add one more object called ``name`` (optionally at ``position``)."""
         return cls("spawn_object", _selector(name, "object"), None, position, None, tolerance)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> GoalDict:
         return {
             "kind": self.kind,
             "object": self.object,
@@ -133,14 +153,12 @@ class Goal:
             payload.get("tolerance", DEFAULT_TOLERANCE),
         )
 
-    def resolve(self, world: Any) -> ResolvedGoal:
+    def resolve(self, world: World) -> ResolvedGoal:
         """Bind selectors to object ids and compute fixed targets from ``world``'s current state."""
         if self.kind == "spawn_object":
             name = str(self.object)
             baseline = sum(1 for obj in world.objects() if obj.name == name)
-            return ResolvedGoal(
-                self, [], {"name": name, "position": self.position, "baseline_count": baseline}, []
-            )
+            return ResolvedGoal(self, [], SpawnTarget(name, self.position, baseline), [])
         primary = _find(world, str(self.object), "object")
         if self.kind == "object_at":
             assert self.position is not None
@@ -163,12 +181,22 @@ class Goal:
 
 
 @dataclass(frozen=True, slots=True)
+class SpawnTarget:
+    """A ``spawn_object`` goal bound to a world: the name to add, where (``None``: the provider's
+    default), and how many objects of that name the world held when planning started."""
+
+    name: str
+    position: Position | None
+    baseline_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class ResolvedGoal:
     """A goal bound to object ids with fixed targets; ``anchors`` must stay where they are."""
 
     goal: Goal
     targets: list[tuple[str, Position]]
-    spawn: dict[str, Any] | None
+    spawn: SpawnTarget | None
     controllable: list[str]
     anchors: dict[str, Position] = field(default_factory=dict)
 
@@ -180,11 +208,11 @@ class ResolvedGoal:
         """The JSON payload a ``score`` provider receives as ``goal``."""
         spawn = None
         if self.spawn is not None:
-            pos = self.spawn.get("position")
+            pos = self.spawn.position
             spawn = {
-                "name": self.spawn["name"],
-                "position": pos.to_dict() if isinstance(pos, Position) else None,
-                "baseline_count": int(self.spawn["baseline_count"]),
+                "name": self.spawn.name,
+                "position": pos.to_dict() if pos is not None else None,
+                "baseline_count": self.spawn.baseline_count,
             }
         return {
             "kind": self.goal.kind,
@@ -193,7 +221,7 @@ class ResolvedGoal:
             "tolerance": self.tolerance,
         }
 
-    def target_errors(self, world: Any) -> dict[str, float]:
+    def target_errors(self, world: World) -> dict[str, float]:
         """Euclidean distance of each target object to its target (inf when it vanished)."""
         by_id = {obj.id: obj for obj in world.objects()}
         return {
@@ -201,13 +229,13 @@ class ResolvedGoal:
             for oid, pos in self.targets
         }
 
-    def spawned_count(self, world: Any) -> int:
+    def spawned_count(self, world: World) -> int:
         if self.spawn is None:
             return 0
-        count = sum(1 for obj in world.objects() if obj.name == self.spawn["name"])
-        return count - int(self.spawn["baseline_count"])
+        count = sum(1 for obj in world.objects() if obj.name == self.spawn.name)
+        return count - self.spawn.baseline_count
 
-    def satisfied(self, world: Any) -> bool:
+    def satisfied(self, world: World) -> bool:
         """True when every target is within tolerance, anchors stayed and any spawn happened."""
         if self.spawn is not None and self.spawned_count(world) < 1:
             return False
@@ -220,4 +248,12 @@ class ResolvedGoal:
         )
 
 
-__all__ = ["DEFAULT_NEAR_OFFSET", "DEFAULT_TOLERANCE", "GOAL_KINDS", "Goal", "ResolvedGoal"]
+__all__ = [
+    "DEFAULT_NEAR_OFFSET",
+    "DEFAULT_TOLERANCE",
+    "GOAL_KINDS",
+    "Goal",
+    "GoalDict",
+    "ResolvedGoal",
+    "SpawnTarget",
+]

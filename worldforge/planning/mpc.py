@@ -17,14 +17,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
-from worldforge.planning.goals import Goal, ResolvedGoal
-from worldforge.providers.base import provider_capabilities
+from worldforge.planning.goals import Goal, GoalDict, ResolvedGoal
+from worldforge.providers.base import ScoreResult, provider_capabilities
+
+
+class ScoringRuntime(Protocol):
+    """What the planner needs of the facade above it: provider instances and the score oracle.
+
+    :class:`worldforge.forge.WorldForge` is one; planning sits below the facade, so it names
+    the two methods it calls instead of importing it.
+    """
+
+    def provider(self, name: str) -> Any:
+        """The provider instance registered as ``name``."""
+
+    def score_actions(
+        self,
+        provider: str,
+        *,
+        world_state: dict[str, Any],
+        goal: dict[str, Any],
+        candidates: list[list[dict[str, Any]]],
+    ) -> ScoreResult:
+        """Costs of ``candidates`` (action sequences) from ``world_state`` towards ``goal``."""
+
 
 NOOP = "__noop__"
 SPAWN = "__spawn__"
@@ -76,17 +99,56 @@ class MPCConfig:
         }
 
 
+class IterationCost(TypedDict):
+    """One CEM iteration of a control step: the best and mean cost of its population (rounded)."""
+
+    attempt: int
+    iteration: int
+    best_cost: float
+    mean_cost: float
+
+
+class IterationCostRow(IterationCost):
+    """:meth:`Plan.iteration_costs`: an :class:`IterationCost` with the control step it belongs to."""
+
+    step: int
+
+
+class ControlStep(TypedDict):
+    """One executed control step: its iterations, the best sequence's cost and the action taken
+    (``None`` when doing nothing won, which ends the plan)."""
+
+    step: int
+    iterations: list[IterationCost]
+    best_sequence_cost: float
+    executed_action: dict[str, Any] | None
+
+
+class CostSummary(TypedDict):
+    """:meth:`Plan.cost_summary`: the trace in a few numbers (first-step costs ``None`` without steps)."""
+
+    planner: str
+    control_steps: int
+    oracle_calls: int
+    candidate_evaluations: int
+    first_step_initial_best_cost: float | None
+    first_step_final_best_cost: float | None
+    first_step_initial_mean_cost: float | None
+    first_step_final_mean_cost: float | None
+    final_cost: float
+
+
 @dataclass(slots=True)
 class Plan:
     """The executed action sequence plus the optimisation trace that produced it."""
 
-    goal: dict[str, Any]
+    goal: GoalDict
     provider: str
     actions: list[Action]
     success_probability: float
     final_cost: float
     converged: bool
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[ControlStep] = field(default_factory=list)
     oracle_calls: int = 0
     candidate_evaluations: int = 0
     config: dict[str, Any] = field(default_factory=dict)
@@ -96,11 +158,11 @@ class Plan:
     def action_count(self) -> int:
         return len(self.actions)
 
-    def iteration_costs(self) -> list[dict[str, Any]]:
+    def iteration_costs(self) -> list[IterationCostRow]:
         """Flat per-iteration ``{step, iteration, best_cost, mean_cost}`` rows."""
-        return [{"step": s["step"], **it} for s in self.steps for it in s["iterations"]]
+        return [IterationCostRow(step=s["step"], **it) for s in self.steps for it in s["iterations"]]
 
-    def cost_summary(self) -> dict[str, Any]:
+    def cost_summary(self) -> CostSummary:
         """Compact, JSON-native trace summary (suites put it in scenario metrics)."""
         first = self.steps[0]["iterations"] if self.steps else []
         return {
@@ -128,7 +190,7 @@ class Plan:
             "oracle_calls": self.oracle_calls,
             "candidate_evaluations": self.candidate_evaluations,
             "config": dict(self.config),
-            "steps": [dict(s) for s in self.steps],
+            "steps": [s.copy() for s in self.steps],
         }
 
 
@@ -146,7 +208,7 @@ class LatentMPCController:
 
     def __init__(
         self,
-        forge: Any,
+        forge: ScoringRuntime,
         provider: str,
         *,
         execution_provider: str | None = None,
@@ -198,7 +260,7 @@ class LatentMPCController:
         std = np.full((cfg.horizon, k, 3), cfg.init_std)
 
         actions: list[Action] = []
-        steps: list[dict[str, Any]] = []
+        steps: list[ControlStep] = []
         oracle_calls = 0
         evaluations = 0
         converged = resolved.satisfied(sandbox)
@@ -206,20 +268,20 @@ class LatentMPCController:
             state = sandbox.to_state()
             origins = {obj.id: obj.position for obj in sandbox.objects()}
             best_seq: list[dict[str, Any]] | None = None
-            best_choice: np.ndarray | None = None
-            best_delta: np.ndarray | None = None
+            best_choice: NDArray[np.int64] | None = None
+            best_delta: NDArray[np.float64] | None = None
             best_cost = math.inf
-            iterations: list[dict[str, Any]] = []
+            iterations: list[IterationCost] = []
             for attempt in range(REFINE_ATTEMPTS):
                 for iteration in range(cfg.iterations):
                     choices = np.stack(
                         [rng.choice(k, size=cfg.population, p=probs[h]) for h in range(cfg.horizon)], 1
                     )
                     noise = rng.standard_normal((cfg.population, cfg.horizon, 3))
-                    deltas: Any = np.empty((cfg.population, cfg.horizon, 3))
+                    deltas: NDArray[np.float64] = np.empty((cfg.population, cfg.horizon, 3))
                     for h in range(cfg.horizon):
                         deltas[:, h, :] = mean[h, choices[:, h]] + std[h, choices[:, h]] * noise[:, h, :]
-                    deltas = np.round(np.clip(deltas, -MAX_DELTA, MAX_DELTA), 6)
+                    deltas = np.clip(deltas, -MAX_DELTA, MAX_DELTA).round(6)
                     if best_choice is not None and best_delta is not None:  # elitism: keep the incumbent
                         choices[0], deltas[0] = best_choice, best_delta
                     candidates = [
@@ -296,7 +358,11 @@ class LatentMPCController:
     # -- internals -------------------------------------------------------------------------------
     @staticmethod
     def _sequence(
-        choice: Any, delta: Any, options: list[str], origins: dict[str, Position], resolved: ResolvedGoal
+        choice: NDArray[np.int64],
+        delta: NDArray[np.float64],
+        options: list[str],
+        origins: dict[str, Position],
+        resolved: ResolvedGoal,
     ) -> list[dict[str, Any]]:
         """Decode one sampled (choice, displacement) row into JSON action dicts."""
         planned = dict(origins)
@@ -307,9 +373,7 @@ class LatentMPCController:
                 sequence.append(Action.noop().to_dict())
             elif option == SPAWN:
                 assert resolved.spawn is not None
-                sequence.append(
-                    Action.spawn_object(resolved.spawn["name"], resolved.spawn["position"]).to_dict()
-                )
+                sequence.append(Action.spawn_object(resolved.spawn.name, resolved.spawn.position).to_dict())
             else:
                 p = planned[option]
                 target = Position(
@@ -321,7 +385,15 @@ class LatentMPCController:
                 sequence.append(Action.move_to(target.x, target.y, target.z, object_id=option).to_dict())
         return sequence
 
-    def _refit(self, probs: Any, mean: Any, std: Any, choices: Any, deltas: Any, k: int) -> None:
+    def _refit(
+        self,
+        probs: NDArray[np.float64],
+        mean: NDArray[np.float64],
+        std: NDArray[np.float64],
+        choices: NDArray[np.int64],
+        deltas: NDArray[np.float64],
+        k: int,
+    ) -> None:
 
         n = len(choices)
         for h in range(probs.shape[0]):
@@ -336,7 +408,9 @@ class LatentMPCController:
                 elif len(picked) == 1:
                     mean[h, option] = picked[0]
 
-    def _shift(self, probs: Any, mean: Any, std: Any, k: int) -> None:
+    def _shift(
+        self, probs: NDArray[np.float64], mean: NDArray[np.float64], std: NDArray[np.float64], k: int
+    ) -> None:
         """Warm start for the next control step: drop the executed step, append a fresh one."""
 
         probs[:-1], mean[:-1] = probs[1:].copy(), mean[1:].copy()
@@ -346,4 +420,14 @@ class LatentMPCController:
         probs[-1], mean[-1], std[-1] = 1.0 / k, 0.0, self.config.init_std
 
 
-__all__ = ["LatentMPCController", "MPCConfig", "Plan", "success_probability_from_cost"]
+__all__ = [
+    "ControlStep",
+    "CostSummary",
+    "IterationCost",
+    "IterationCostRow",
+    "LatentMPCController",
+    "MPCConfig",
+    "Plan",
+    "ScoringRuntime",
+    "success_probability_from_cost",
+]

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from worldforge.core.canonical import ensure_json_native
+from worldforge.core.canonical import JSON, JSONObject, ensure_json_native
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.providers.events import EventSink, ProviderEvent
@@ -49,7 +49,9 @@ class Capability(StrEnum):
 CAPABILITY_NAMES: tuple[str, ...] = tuple(c.value for c in Capability)
 
 
-def prefixed_options(prefix: str, keys: Iterable[str], options: Any = None) -> dict[str, Any]:
+def prefixed_options(
+    prefix: str, keys: Iterable[str], options: Mapping[str, object] | None = None
+) -> dict[str, Any]:
     """Settings from suite/CLI options: ``<prefix>_<key>`` (``ollama_host``) wins over ``key``."""
     opts = dict(options or {})
     values: dict[str, Any] = {}
@@ -61,7 +63,7 @@ def prefixed_options(prefix: str, keys: Iterable[str], options: Any = None) -> d
     return values
 
 
-def validate_capability(name: Any) -> str:
+def validate_capability(name: object) -> str:
     """Return ``name`` if it is a known capability; otherwise raise naming the known ones."""
     if isinstance(name, Capability):
         return name.value
@@ -72,13 +74,13 @@ def validate_capability(name: Any) -> str:
     return name
 
 
-def normalize_capabilities(names: Iterable[Any]) -> tuple[str, ...]:
+def normalize_capabilities(names: Iterable[object]) -> tuple[str, ...]:
     """Validate capability names and return them deduplicated in canonical order."""
     wanted = {validate_capability(n) for n in names}
     return tuple(c for c in CAPABILITY_NAMES if c in wanted)
 
 
-def _require_json_dict(value: Any, field_name: str) -> dict[str, Any]:
+def _require_json_dict(value: object, field_name: str) -> JSONObject:
     if not isinstance(value, dict):
         raise WorldForgeError(f"{field_name}: must be an object.")
     ensure_json_native(value, field_name)
@@ -92,14 +94,14 @@ class GenerationResult:
 
     provider: str
     text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise WorldForgeError("generation.text: must be a string.")
         _require_json_dict(self.metadata, "generation.metadata")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"provider": self.provider, "text": self.text, "metadata": dict(self.metadata)}
 
 
@@ -108,10 +110,10 @@ class PredictionResult:
     """Next world state from the ``predict`` capability; scores are probabilities in [0, 1]."""
 
     provider: str
-    world_state: dict[str, Any]
+    world_state: JSONObject
     physics_score: float
     confidence: float
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _require_json_dict(self.world_state, "prediction.world_state")
@@ -132,7 +134,7 @@ class ScoreResult:
     scores: list[float]
     best_index: int
     lower_is_better: bool = True
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scores, list) or not self.scores:
@@ -171,10 +173,10 @@ class Provider(Protocol):
     @property
     def capabilities(self) -> frozenset[str]: ...
 
-    def runtime_manifest(self) -> dict[str, Any] | None: ...
+    def runtime_manifest(self) -> JSONObject | None: ...
 
 
-def provider_capabilities(provider: Any) -> tuple[str, ...]:
+def provider_capabilities(provider: object) -> tuple[str, ...]:
     """Validated capabilities of a provider, in canonical order."""
     caps = getattr(provider, "capabilities", None)
     if caps is None:
@@ -182,7 +184,7 @@ def provider_capabilities(provider: Any) -> tuple[str, ...]:
     return normalize_capabilities(caps)
 
 
-def require_capability(provider: Any, capability: str) -> None:
+def require_capability(provider: object, capability: str) -> None:
     """Raise :class:`WorldForgeError` naming the provider and the missing capability."""
     cap = validate_capability(capability)
     if cap not in provider_capabilities(provider):
@@ -191,17 +193,42 @@ def require_capability(provider: Any, capability: str) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Prefetch:
+    """Work a provider's ``generate`` needs that a worker process can do ahead of the call.
+
+    ``function`` is a module-level, pure function (so an executor can pickle it) and ``args`` its
+    arguments; the value it returns goes back to the provider through
+    :meth:`BaseProvider.accept_prefetched`, after which the call is answered from it. A reply must
+    be byte-identical whether or not its work was prefetched.
+    """
+
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
 class BaseProvider:
     """Convenience base: capability bookkeeping and event emission around every call.
 
     Subclasses set ``name`` and ``_capabilities`` and wrap each capability method body in
     :meth:`instrumented`, which times the call, digests its input and emits a ``success`` or
     ``failure`` event. Providers that retry emit ``retry`` events with :meth:`emit_event`.
+
+    The typed attributes below are what callers (the model gateway, suites) may ask of a provider
+    without knowing which one it is; their defaults describe a provider without model servers.
     """
 
     name: str = "provider"
     _capabilities: tuple[str, ...] = ()
     emits_events: bool = True
+    #: ``n`` choices come from one request (the model gateway then splits a completion cap across
+    #: them); ``False``: the gateway asks once per choice.
+    native_choices: bool = False
+    #: Modules whose code writes this provider's replies (their versions enter the model identity,
+    #: so a change of that code invalidates cached replies); empty for replies a server writes.
+    reply_code: tuple[str, ...] = ()
+    #: The forge's dispatcher (a class default, so a subclass that skips ``__init__`` emits nothing).
+    _event_handler: EventSink | None = None
 
     def __init__(self) -> None:
         self._event_handler: EventSink | None = None
@@ -210,10 +237,24 @@ class BaseProvider:
     def capabilities(self) -> frozenset[str]:
         return frozenset(normalize_capabilities(self._capabilities))
 
+    @property
+    def connection_capacity(self) -> int | None:
+        """Requests this provider's model servers take at once (``None``: no servers to wait on,
+        so calls are made in the caller's thread)."""
+        return None
+
+    def prefetch(self, options: Mapping[str, object]) -> Prefetch | None:
+        """The work ``generate(..., options=options)`` needs that may be done ahead in a worker
+        process (``None``: nothing)."""
+        return None
+
+    def accept_prefetched(self, work: Prefetch, value: object) -> None:
+        """Keep the ``value`` that ``work`` (from :meth:`prefetch`) returned for the coming call."""
+
     def supports(self, capability: str) -> bool:
         return validate_capability(capability) in self.capabilities
 
-    def runtime_manifest(self) -> dict[str, Any] | None:
+    def runtime_manifest(self) -> JSONObject | None:
         return None
 
     def bind_event_handler(self, handler: EventSink | None) -> None:
@@ -221,7 +262,7 @@ class BaseProvider:
         self._event_handler = handler
 
     def emit_attempt(
-        self, phase: str, attempt: int, retries: int, started: float, digest: str, message: str, **meta: Any
+        self, phase: str, attempt: int, retries: int, started: float, digest: str, message: str, **meta: JSON
     ) -> None:
         """One ``generate`` attempt of a retrying client (``retry`` / ``success`` / ``failure``),
         timed from ``started`` (``time.monotonic()``)."""
@@ -246,9 +287,9 @@ class BaseProvider:
         duration_ms: float = 0.0,
         input_digest: str | None = None,
         message: str = "",
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
     ) -> None:
-        handler = getattr(self, "_event_handler", None)
+        handler = self._event_handler
         if handler is None:
             return
         handler(
@@ -265,7 +306,7 @@ class BaseProvider:
             )
         )
 
-    def instrumented(self, operation: str, input_payload: Any, call: Callable[[], T]) -> T:
+    def instrumented(self, operation: str, input_payload: object, call: Callable[[], T]) -> T:
         """Run ``call`` and emit one event describing it; exceptions are re-raised unchanged."""
         return run_instrumented(self.name, operation, input_payload, call, self.emit_event)
 
@@ -273,7 +314,7 @@ class BaseProvider:
 def run_instrumented(
     provider_name: str,
     operation: str,
-    input_payload: Any,
+    input_payload: object,
     call: Callable[[], T],
     emit: Callable[..., None],
 ) -> T:
@@ -306,14 +347,50 @@ def run_instrumented(
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderFamily:
+    """A provider family as the registry builds it, declared next to its class.
+
+    The provider registry names a family by ``module:attr`` (the project's own in its
+    ``worldforge.providers`` entry points); what ``providers list`` shows comes from here, so the
+    description, the argument rule and the capabilities have one home, the provider's module.
+    ``build(argument, options)`` gets the suffix of ``name:argument`` (``""`` without one) and the
+    run's options, so a provider is built once with the servers and limits the command line chose.
+    """
+
+    provider_class: type[BaseProvider]
+    build: Callable[[str, Mapping[str, Any] | None], BaseProvider]
+    description: str
+    #: ``"optional"`` or ``"required"``: whether ``name:argument`` needs its argument.
+    argument: str = "optional"
+    #: A full name to suggest when a required argument is missing (``ollama:qwen2.5``).
+    example: str = ""
+
+    @property
+    def declared_capabilities(self) -> tuple[str, ...]:
+        """What every provider of this family declares, read from its class (no instance needed;
+        named apart from a provider's ``capabilities`` so a family is never taken for a provider)."""
+        return normalize_capabilities(self.provider_class._capabilities)
+
+    def create(self, name: str, argument: str | None, options: Mapping[str, Any] | None) -> BaseProvider:
+        """Build ``name[:argument]``; a missing required argument is a one-line error with an example."""
+        if self.argument == "required" and not argument:
+            raise WorldForgeError(
+                f"provider '{name}' needs a model: use '{name}:<model>' (e.g. {self.example})."
+            )
+        return self.build(argument or "", options)
+
+
 __all__ = [
     "CAPABILITY_NAMES",
     "BaseProvider",
     "Capability",
     "EmbeddingResult",
     "GenerationResult",
+    "Prefetch",
     "PredictionResult",
     "Provider",
+    "ProviderFamily",
     "ScoreResult",
     "normalize_capabilities",
     "provider_capabilities",

@@ -11,9 +11,8 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from worldforge.core.canonical import ensure_json_native
+from worldforge.core.canonical import JSONObject, ensure_json_native
 from worldforge.core.digests import is_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text, sanitize_value
@@ -28,7 +27,7 @@ def sanitize_message(message: str) -> str:
     return sanitize_text(message)
 
 
-def _sanitize_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+def _sanitize_metadata(metadata: JSONObject) -> JSONObject:
     cleaned = sanitize_value(metadata)
     if not isinstance(cleaned, dict):  # a dict sanitizes to a dict; anything else fails closed
         raise WorldForgeError("provider event metadata did not sanitize to a mapping")
@@ -52,7 +51,7 @@ class ProviderEvent:
     input_digest: str | None = None
     message: str = ""
     max_attempts: int = 1
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("provider", "operation"):
@@ -83,8 +82,8 @@ class ProviderEvent:
         ensure_json_native(self.metadata, "provider_event.metadata")
         object.__setattr__(self, "metadata", _sanitize_metadata(dict(self.metadata)))
 
-    def to_dict(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {
+    def to_dict(self) -> JSONObject:
+        payload: JSONObject = {
             "provider": self.provider,
             "operation": self.operation,
             "phase": self.phase,

@@ -15,23 +15,25 @@ Dynamics (shared by ``predict`` and the ``score`` cost oracle, so the planner's 
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
-import struct
+from collections.abc import Mapping
 from typing import Any
 
 from worldforge.core.digests import digest_payload
 from worldforge.core.entities import Action, BBox, Position, SceneObject, slugify
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.seeds import deterministic_floats
 from worldforge.providers.base import (
     BaseProvider,
     Capability,
     EmbeddingResult,
     GenerationResult,
     PredictionResult,
+    Prefetch,
+    ProviderFamily,
     ScoreResult,
 )
-from worldforge.providers.mock_letters import cap_words, letter_reply
+from worldforge.providers.mock_letters import cap_words, letter_program_lines, letter_reply, prime
 
 MOCK_MODEL = "mock-deterministic-v1"
 REACH_PER_STEP = 0.25
@@ -122,21 +124,16 @@ def sequence_cost(state: dict[str, Any], goal: dict[str, Any], sequence: list[di
     return goal_cost(current, goal) + PATH_PENALTY * path + ACTION_PENALTY * moves
 
 
-def deterministic_floats(seed_text: str, count: int) -> list[float]:
-    """``count`` floats in [0, 1) from a SHA-256 chain over ``seed_text`` (stable everywhere)."""
-    values: list[float] = []
-    block = hashlib.sha256(seed_text.encode("utf-8")).digest()
-    while len(values) < count:
-        for (word,) in struct.iter_unpack(">I", block):
-            values.append((word % 10000) / 10000.0)
-        block = hashlib.sha256(block).digest()
-    return values[:count]
-
-
 class MockProvider(BaseProvider):
     """Deterministic reference provider (``mock`` or ``mock:<variant>``)."""
 
     _capabilities = (Capability.PREDICT, Capability.SCORE, Capability.GENERATE, Capability.EMBED)
+    #: The code that writes the letter replies: a change to it must invalidate cached replies.
+    reply_code = (
+        "worldforge.providers.mock_letters",
+        "worldforge.pcg.levels.glyphs",
+        "worldforge.pcg.levels.drop_plan",
+    )
 
     def __init__(self, variant: str = "") -> None:
         super().__init__()
@@ -147,6 +144,20 @@ class MockProvider(BaseProvider):
 
     def runtime_manifest(self) -> dict[str, Any] | None:
         return {"model": MOCK_MODEL, "variant": self.variant, "deterministic": True}
+
+    # -- prefetch --------------------------------------------------------------------------------
+    def prefetch(self, options: Mapping[str, Any]) -> Prefetch | None:
+        """A letter reply's program (the costly glyph decomposition, a pure function of the letter,
+        seed and variant), which a suite may compute in its worker processes; nothing for an echo."""
+        letter, seed = options.get("target_character"), options.get("trial_seed")
+        if not isinstance(letter, str) or isinstance(seed, bool) or not isinstance(seed, int):
+            return None
+        return Prefetch(letter_program_lines, (letter, seed, self.variant))
+
+    def accept_prefetched(self, work: Prefetch, value: Any) -> None:
+        """Install the program so that :meth:`generate` answers from it (byte-identical reply)."""
+        letter, seed, variant = work.args
+        prime(letter, seed, variant, value)
 
     # -- predict ---------------------------------------------------------------------------------
     def predict(
@@ -265,18 +276,28 @@ def _validate_messages(messages: Any) -> None:
             raise WorldForgeError(f"messages[{index}].content: must be a string.")
 
 
-def create_mock(variant: str = "") -> MockProvider:
-    """Registry factory: ``mock`` -> ``create_mock("")``, ``mock:v2`` -> ``create_mock("v2")``."""
+def create_provider(variant: str = "", options: Mapping[str, Any] | None = None) -> MockProvider:
+    """Registry factory: ``mock`` -> ``create_provider("")``, ``mock:v2`` -> ``create_provider("v2")``.
+
+    The mock reads no run options: its replies depend on the variant alone."""
     return MockProvider(variant)
 
 
+#: What the registry builds for ``mock`` / ``mock:<variant>`` (``worldforge.providers`` entry point).
+FAMILY = ProviderFamily(
+    MockProvider,
+    create_provider,
+    "Deterministic reference provider; mock:<variant> selects another generator.",
+)
+
+
 __all__ = [
+    "FAMILY",
     "MOCK_MODEL",
     "REACH_PER_STEP",
     "MockProvider",
     "apply_action",
-    "create_mock",
-    "deterministic_floats",
+    "create_provider",
     "goal_cost",
     "sequence_cost",
 ]

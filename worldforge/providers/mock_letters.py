@@ -5,7 +5,7 @@ the whole pipeline the way a real reply does: Markdown prose around a fenced cod
 ``drop_block`` calls. :func:`letter_reply` writes such a reply for a target letter and a trial seed.
 
 * **Stable**: the same ``(letter, trial_seed, variant)`` always gives byte-identical text, in any
-  process (seeds come from SHA-256, never from ``hash()``).
+  process (seeds come from SHA-256 through :mod:`worldforge.core.seeds`, never from ``hash()``).
 * **Letter-like**: the program comes from :func:`worldforge.pcg.levels.glyphs.letter_program`, which
   decomposes a rasterized glyph into b11/b31/b13 drops, so the level reads as the letter and stands.
 * **Varied across trials**: the seed changes the glyph's thickness/scale/position/block choice, so
@@ -19,14 +19,13 @@ the whole pipeline the way a real reply does: Markdown prose around a fenced cod
 
 from __future__ import annotations
 
-import hashlib
-import random
 import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.seeds import seeded_rng
 from worldforge.pcg.levels.glyphs import letter_program
 
 #: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
@@ -58,18 +57,6 @@ _CLOSINGS = (
     "Every call uses a literal block type and slot, as required.",
     "",
 )
-
-
-def _rng(*parts: object) -> random.Random:
-    """A ``random.Random`` seeded from SHA-256 of the parts (identical in every process)."""
-    material = "\x1f".join(str(p) for p in parts).encode("utf-8")
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
-
-
-def derive_seed(*parts: object) -> int:
-    """A 31-bit integer seed derived from ``parts`` (used for per-trial seeds)."""
-    material = "\x1f".join(str(p) for p in parts).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(material).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def _program_lines(program: Any) -> list[str]:
@@ -131,7 +118,7 @@ def _cached_lines(letter: str, trial_seed: int, variant: str) -> tuple[str, ...]
 def letter_reply(letter: str, trial_seed: int, variant: str = "") -> str:
     """A deterministic Markdown chat reply whose last fenced block builds ``letter``."""
     lines = letter_program_lines(letter, trial_seed, variant)
-    rng = _rng("mock-letters/prose/v1", variant or "", letter, int(trial_seed))
+    rng = seeded_rng("mock-letters/prose/v1", variant or "", letter, int(trial_seed))
     opening = rng.choice(_OPENINGS).format(L=letter)
     note = rng.choice(_NOTES)
     closing = rng.choice(_CLOSINGS).format(L=letter)
@@ -159,4 +146,4 @@ def cap_words(text: str, limit: int) -> tuple[str, bool]:
     return text, False  # pragma: no cover - the word count above rules this out
 
 
-__all__ = ["cap_words", "derive_seed", "letter_program_lines", "letter_reply", "prime"]
+__all__ = ["cap_words", "letter_program_lines", "letter_reply", "prime"]

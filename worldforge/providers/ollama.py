@@ -3,7 +3,8 @@
 The competition's 2025 edition generated every level with three open models served by Ollama, so
 this provider is how a user reproduces that setting. It speaks the chat API with multi-turn message
 lists and applies the competition's settings: temperature 1 by default and a seed per trial derived
-from a master seed (see :func:`trial_seed`). Context size and request timeout are options.
+from a master seed (see :func:`worldforge.core.seeds.trial_seed`). Context size and request timeout
+are options.
 
 Robustness is the point: a long evaluation makes thousands of calls, so connection errors, timeouts
 and HTTP 5xx answers are retried with exponential backoff and, when the retries are spent, surface
@@ -13,11 +14,11 @@ raises :class:`~worldforge.core.errors.ProviderHTTPError` with its status and me
 gateway can answer a program with the server's own status. Each attempt emits a
 :class:`~worldforge.providers.events.ProviderEvent` (``retry`` / ``success`` / ``failure``).
 
-The per-trial limits of the competition (25,000 prompt+completion tokens, a wall-clock budget) are
-enforced by :class:`ChatTrial`, which drives the turns of a prompt program against any provider
-with ``generate`` and reads the token counts providers return in their metadata
-(``prompt_tokens`` / ``completion_tokens`` as OpenAI-compatible servers report them, else Ollama's
-``prompt_eval_count`` / ``eval_count``, which this provider returns).
+Settings, the server pool, retries, preflight and events are the pooled chat base's
+(:mod:`worldforge.providers.pooled`); this module holds only what is Ollama's: its settings, its
+client and errors, and the shape of its replies. The per-trial limits of the competition are
+enforced by :class:`~worldforge.providers.chat.ChatTrial` from the ``prompt_eval_count`` /
+``eval_count`` this provider returns.
 
 The ``ollama`` and ``httpx`` modules are imported lazily so ``import worldforge`` stays cheap.
 """
@@ -25,8 +26,7 @@ The ``ollama`` and ``httpx`` modules are imported lazily so ``import worldforge`
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,20 +34,16 @@ from worldforge import heavy
 from worldforge.config import project_config
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
-from worldforge.providers.base import BaseProvider, GenerationResult, prefixed_options
-from worldforge.providers.mock_letters import derive_seed
-from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS, ServerPool
+from worldforge.providers.base import GenerationResult, ProviderFamily, prefixed_options
+from worldforge.providers.chat import TRIAL_TIME_LIMIT_S, TRIAL_TOKEN_LIMIT
+from worldforge.providers.pooled import PooledChatProvider, client_version, wire_messages
+from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_TEMPERATURE = 1.0
-DEFAULT_MASTER_SEED = 42
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_S = 1.0
-#: The competition's per-trial token budget (prompt + completion over all turns of one trial).
-TRIAL_TOKEN_LIMIT = 25_000
-#: The 2025 package's per-trial wall-clock budget in seconds.
-TRIAL_TIME_LIMIT_S = 500.0
 
 _SETTING_KEYS = (
     "host",
@@ -60,17 +56,6 @@ _SETTING_KEYS = (
     "max_tokens_per_trial",
     "max_trial_seconds",
 )
-
-
-def trial_seed(master_seed: int, *identity: object) -> int:
-    """The sampling seed of one trial: derived from the master seed and the trial's identity.
-
-    ``identity`` is (program, letter, trial) in the suite. Deriving rather than reusing one seed
-    keeps trials independent samples (the 2024 package sent seed 42 on every call, which made the
-    ten trials of a letter differ only through server nondeterminism) while keeping a rerun of the
-    same trial reproducible.
-    """
-    return derive_seed("trial-seed/v1", int(master_seed), *identity)
 
 
 def resolve_host(explicit: str | None = None) -> str:
@@ -144,6 +129,11 @@ class OllamaSettings:
     def hosts(self) -> tuple[str, ...]:
         return (self.host, *self.more_hosts)
 
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The pooled base's name for :attr:`hosts`."""
+        return self.hosts
+
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
             raise WorldForgeError("ollama provider: a model name is required, e.g. 'ollama:qwen2.5'.")
@@ -196,113 +186,63 @@ class GenerationReply:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _is_retryable(exc: BaseException) -> bool:
-    httpx = heavy.httpx()
-    ollama = heavy.ollama()
-
-    if isinstance(exc, ollama.ResponseError):
-        return int(getattr(exc, "status_code", 0) or 0) >= 500
-    return isinstance(exc, ConnectionError | httpx.TimeoutException | httpx.TransportError | TimeoutError)
-
-
-def _describe(exc: BaseException) -> str:
-    ollama = heavy.ollama()
-
-    if isinstance(exc, ollama.ResponseError):
-        return f"HTTP {exc.status_code}: {exc.error}"
-    name = type(exc).__name__
-    text = str(exc) or name
-    return text if text.startswith(name) else f"{name}: {text}"
-
-
-class OllamaProvider(BaseProvider):
+class OllamaProvider(PooledChatProvider[OllamaSettings]):
     """The ``generate`` capability backed by an Ollama server (``ollama:<model>``)."""
 
-    _capabilities = ("generate",)
-
-    def __init__(self, settings: OllamaSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
-        super().__init__()
-        self.settings = settings
-        self.name = f"ollama:{settings.model}"
-        self._sleep = sleep
-        self._clients: dict[str, Any] = {}
-        self._manifest: dict[str, Any] | None = None
-        self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
-
-    def configure(self, options: Mapping[str, Any] | None) -> None:
-        """Re-apply run options (``--ollama-host`` and ``ollama_*`` keys) after registry creation.
-
-        The registry builds providers from their name alone; the suite calls this with the run's
-        options so the host and limits chosen on the command line take effect.
-        """
-        settings = OllamaSettings.from_options(self.settings.model, options)
-        if settings != self.settings:
-            if settings.host != self.settings.host:
-                self._manifest = None  # the manifest describes the model on one server
-            else:
-                self._manifest = (
-                    None if self._manifest is None else {**self._manifest, "settings": settings.identity()}
-                )
-            self.settings = settings
-            self._clients = {}
-            self.pool = ServerPool(settings.hosts, max_connections=settings.max_connections)
+    family = "ollama"
 
     @classmethod
     def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
-        """Factory for the registry: ``ollama:<model>`` → ``from_spec("<model>", options)``."""
+        """Factory for the registry: ``ollama:<model>`` → ``from_spec("<model>", run options)``."""
         return cls(OllamaSettings.from_options(model, options))
 
-    # -- plumbing -------------------------------------------------------------------------------
-    @property
-    def client(self) -> Any:
-        """The client of the first server (preflight, manifest)."""
-        return self.client_for(self.settings.host)
+    # -- the wire ---------------------------------------------------------------------------------
+    def _new_client(self, url: str) -> Any:
+        return heavy.ollama().Client(host=url, timeout=float(self.settings.request_timeout_s))
 
-    def client_for(self, host: str) -> Any:
-        """One client per server (clients keep their connections); the first server's is ``client``."""
-        client = self._clients.get(host)
-        if client is None:
-            ollama = heavy.ollama()
-
-            client = self._clients[host] = ollama.Client(
-                host=host, timeout=float(self.settings.request_timeout_s)
-            )
-        return client
-
-    def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
-        self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
-
-    # -- runtime manifest -----------------------------------------------------------------------
-
-    def _preflight(self, call: Callable[[], Any]) -> Any:
-        """One ``/api/tags`` or ``/api/show`` call, retried with backoff on HTTP 5xx and timeouts.
-
-        A server that answers but is busy (loading a model, say) gets the same retries as a
-        generation call; a refused connection fails at once, since nothing is listening.
-        """
+    def _retryable(self, exc: BaseException) -> bool:
         httpx = heavy.httpx()
         ollama = heavy.ollama()
 
-        attempts = int(self.settings.retries) + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return call()
-            except (ollama.ResponseError, httpx.TimeoutException, TimeoutError) as exc:
-                busy = not isinstance(exc, ollama.ResponseError) or int(exc.status_code or 0) >= 500
-                if not busy or attempt == attempts:
-                    raise
-                self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        if isinstance(exc, ollama.ResponseError):
+            return int(exc.status_code or 0) >= 500
+        return isinstance(exc, ConnectionError | httpx.TimeoutException | httpx.TransportError | TimeoutError)
 
-    def runtime_manifest(self) -> dict[str, Any]:
-        """Model digest and parameters from ``/api/tags`` and ``/api/show`` (cached per provider).
+    def _describe(self, exc: BaseException) -> str:
+        ollama = heavy.ollama()
+
+        if isinstance(exc, ollama.ResponseError):
+            return f"HTTP {exc.status_code}: {exc.error}"
+        name = type(exc).__name__
+        text = str(exc) or name
+        return text if text.startswith(name) else f"{name}: {text}"
+
+    def _failure(self, attempts: int, exc: BaseException) -> ProviderError:
+        """An HTTP error answer keeps its status and message (the gateway answers with them)."""
+        failed = f"{self.name}: generate failed after {attempts} attempt(s): {self._describe(exc)}"
+        if isinstance(exc, heavy.ollama().ResponseError):
+            status = exc.status_code
+            if isinstance(status, int) and status >= 400:
+                return ProviderHTTPError(failed, status, exc.error)
+        return ProviderError(failed)
+
+    def _preflight_retryable(self, exc: BaseException) -> bool:
+        """A server that answers but is busy (loading a model, say: HTTP 5xx) or times out gets the
+        same retries as a generation call; a refused connection fails at once (nothing listens)."""
+        httpx = heavy.httpx()
+        ollama = heavy.ollama()
+
+        if isinstance(exc, ollama.ResponseError):
+            return int(exc.status_code or 0) >= 500
+        return isinstance(exc, httpx.TimeoutException | TimeoutError)
+
+    # -- runtime manifest -------------------------------------------------------------------------
+    def _fetch_manifest(self) -> dict[str, Any]:
+        """Model digest and parameters from ``/api/tags`` and ``/api/show``.
 
         Raises :class:`WorldForgeError` when the model is not on the server (say how to pull it)
-        and :class:`ProviderError` when the server cannot be reached, so a run fails before its
-        first item instead of recording hundreds of identical failures.
+        and :class:`ProviderError` when the server cannot be reached.
         """
-        if self._manifest is not None:
-            return dict(self._manifest)
         ollama = heavy.ollama()
 
         model = self.settings.model
@@ -315,11 +255,11 @@ class OllamaProvider(BaseProvider):
                     f"ollama model {model!r} is not available on {self.settings.host}; "
                     f"run `ollama pull {model}`."
                 ) from None
-            raise ProviderError(f"ollama {self.settings.host}: {_describe(exc)}") from None
+            raise ProviderError(f"ollama {self.settings.host}: {self._describe(exc)}") from None
         except Exception as exc:
-            if _is_retryable(exc):
+            if self._retryable(exc):
                 raise ProviderError(
-                    f"ollama server {self.settings.host} unreachable ({_describe(exc)}); start it with "
+                    f"ollama server {self.settings.host} unreachable ({self._describe(exc)}); start it with "
                     "`ollama serve` or pass --ollama-host."
                 ) from None
             raise
@@ -330,7 +270,7 @@ class OllamaProvider(BaseProvider):
                 digest = entry.digest
                 break
         details = show.details.model_dump(exclude_none=True) if show.details is not None else {}
-        manifest = {
+        return {
             "provider": self.name,
             "kind": "ollama",
             "model": model,
@@ -341,79 +281,38 @@ class OllamaProvider(BaseProvider):
             "capabilities": list(show.capabilities or []),
             "settings": self.settings.identity(),
             "host": self.settings.host,
-            "client": f"ollama-python {_client_version()}",
+            "client": f"ollama-python {client_version('ollama')}",
         }
-        self._manifest = manifest
-        return dict(manifest)
 
-    # -- generation -----------------------------------------------------------------------------
+    # -- generation -------------------------------------------------------------------------------
     def chat(
         self, messages: Sequence[Mapping[str, str]], *, seed: int | None = None, **extra: Any
     ) -> GenerationReply:
         """One chat call with retries; returns the assistant text and token counters."""
-        for i, message in enumerate(messages):
-            if message.get("role") not in {"system", "user", "assistant"} or not isinstance(
-                message.get("content"), str
-            ):
-                raise WorldForgeError(f"messages[{i}]: needs role system|user|assistant and string content.")
+        payload = wire_messages(messages)
         call_options: dict[str, Any] = {"temperature": float(self.settings.temperature)}
         if seed is not None:
             call_options["seed"] = int(seed)
         if self.settings.num_ctx is not None:
             call_options["num_ctx"] = int(self.settings.num_ctx)
         call_options.update({k: v for k, v in extra.items() if v is not None})
-        payload = [{"role": m["role"], "content": m["content"]} for m in messages]
         digest = digest_payload({"model": self.settings.model, "messages": payload, "options": call_options})
-        # Each further server adds an attempt: a failing server is left for another one at once.
-        attempts = int(self.settings.retries) + len(self.pool.urls)
-        last: BaseException | None = None
-        for attempt in range(1, attempts + 1):
-            started = time.monotonic()
-            with self.pool.lease() as lease:
-                try:
-                    response = self.client_for(lease.url).chat(
-                        model=self.settings.model, messages=payload, options=call_options
-                    )
-                except Exception as exc:
-                    if _is_retryable(exc):
-                        lease.failed()  # out of rotation for a while
-                    error: BaseException | None = exc
-                else:
-                    error = None
-            if error is not None:
-                last = error
-                retry = _is_retryable(error) and attempt < attempts
-                self._emit("retry" if retry else "failure", attempt, started, digest, _describe(error))
-                if not retry:
-                    break
-                if not self.pool.has_alternative(lease.url):  # elsewhere at once, else back off
-                    self._sleep(float(self.settings.backoff_s) * (2 ** (attempt - 1)))
-                continue
-            text = response.message.content or ""
+
+        def request(client: Any) -> Any:
+            return client.chat(model=self.settings.model, messages=payload, options=call_options)
+
+        def accept(response: Any, attempt: int) -> tuple[GenerationReply, dict[str, Any]]:
             reply = GenerationReply(
-                text=text,
+                text=response.message.content or "",
                 prompt_eval_count=int(response.prompt_eval_count or 0),
                 eval_count=int(response.eval_count or 0),
                 done_reason=response.done_reason,
                 attempts=attempt,
                 metadata={"model": response.model or self.settings.model},
             )
-            self._emit(
-                "success",
-                attempt,
-                started,
-                digest,
-                "ok",
-                prompt_eval_count=reply.prompt_eval_count,
-                eval_count=reply.eval_count,
-            )
-            return reply
-        assert last is not None
-        failed = f"{self.name}: generate failed after {attempt} attempt(s): {_describe(last)}"
-        status = getattr(last, "status_code", None) if isinstance(last, heavy.ollama().ResponseError) else 0
-        if isinstance(status, int) and status >= 400:
-            raise ProviderHTTPError(failed, status, getattr(last, "error", None)) from None
-        raise ProviderError(failed) from None
+            return reply, {"prompt_eval_count": reply.prompt_eval_count, "eval_count": reply.eval_count}
+
+        return self._send(digest, request, accept)
 
     def generate(
         self, messages: list[dict[str, str]], *, options: Mapping[str, Any] | None = None
@@ -446,124 +345,28 @@ class OllamaProvider(BaseProvider):
         return GenerationResult(provider=self.name, text=reply.text, metadata=metadata)
 
 
-def _client_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("ollama")
-    except Exception:  # pragma: no cover - metadata missing in odd installs
-        return "unknown"
-
-
-class TrialLimitExceeded(ProviderError):
-    """A trial went over its token or wall-clock budget (the competition scores it 0)."""
-
-
-@dataclass
-class TrialTranscript:
-    """The conversation of one trial: every message, the final reply and the token counts.
-
-    ``prompt_tokens`` / ``completion_tokens`` are the server's counts summed over the calls and
-    ``models`` the model ids it reported (in call order), so records show what was really served.
-    """
-
-    messages: list[dict[str, str]]
-    final_reply: str
-    tokens: int
-    calls: int
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    models: list[str] = field(default_factory=list)
-
-
-def usage_counts(metadata: Mapping[str, Any]) -> tuple[int, int]:
-    """(prompt, completion) tokens of one call from a provider's metadata, either spelling."""
-    prompt = metadata.get("prompt_tokens", metadata.get("prompt_eval_count"))
-    completion = metadata.get("completion_tokens", metadata.get("eval_count"))
-    return int(prompt or 0), int(completion or 0)
-
-
-class ChatTrial:
-    """Drive the turns of one prompt program for one trial, enforcing the competition's limits.
-
-    Before each call the elapsed time is checked against ``max_seconds`` (over → the trial fails,
-    as the package's ``TimeoutError``); after each call the cumulative prompt+completion tokens are
-    checked against ``max_tokens`` (over → the trial fails, as the package's ``ValueError``). The
-    reply to the last turn is the trial's output; earlier replies become assistant turns.
-    """
-
-    def __init__(
-        self, *, max_tokens: int = TRIAL_TOKEN_LIMIT, max_seconds: float = TRIAL_TIME_LIMIT_S
-    ) -> None:
-        self.max_tokens = int(max_tokens)
-        self.max_seconds = float(max_seconds)
-
-    def run(
-        self,
-        generate: Callable[[list[dict[str, str]], dict[str, Any]], Any],
-        prompts: Sequence[str],
-        options: Mapping[str, Any],
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> TrialTranscript:
-        started = clock()
-        messages: list[dict[str, str]] = []
-        tokens = prompt_total = completion_total = 0
-        models: list[str] = []
-        reply = ""
-        for index, prompt in enumerate(prompts):
-            elapsed = clock() - started
-            if elapsed > self.max_seconds:
-                raise TrialLimitExceeded(
-                    f"trial time limit: {elapsed:.1f} s elapsed before turn {index + 1} "
-                    f"(limit {self.max_seconds:g} s)."
-                )
-            messages.append({"role": "user", "content": prompt})
-            result = generate(list(messages), dict(options))
-            text = getattr(result, "text", result)
-            reply = text if isinstance(text, str) else str(text)
-            meta = getattr(result, "metadata", None) or {}
-            prompt_tokens, completion_tokens = usage_counts(meta)
-            prompt_total += prompt_tokens
-            completion_total += completion_tokens
-            tokens += prompt_tokens + completion_tokens
-            if isinstance(meta.get("model"), str):
-                models.append(meta["model"])
-            if tokens > self.max_tokens:
-                raise TrialLimitExceeded(
-                    f"trial token limit: {tokens} prompt+completion tokens after turn {index + 1} "
-                    f"(limit {self.max_tokens})."
-                )
-            messages.append({"role": "assistant", "content": reply})
-        return TrialTranscript(
-            messages=messages,
-            final_reply=reply,
-            tokens=tokens,
-            calls=len(prompts),
-            prompt_tokens=prompt_total,
-            completion_tokens=completion_total,
-            models=models,
-        )
-
-
 def create_provider(model: str, options: Mapping[str, Any] | None = None) -> OllamaProvider:
-    """Registry factory: the suffix of ``ollama:<model>`` (host from ``OLLAMA_HOST``/config until
-    :meth:`OllamaProvider.configure` applies the run's options)."""
+    """Registry factory: the suffix of ``ollama:<model>`` and the run's options (``ollama_host``,
+    ``ollama_*`` keys; the host falls back to ``OLLAMA_HOST``, then the config)."""
     return OllamaProvider.from_spec(model, options)
+
+
+#: What the registry builds for ``ollama:<model>`` (``worldforge.providers`` entry point).
+FAMILY = ProviderFamily(
+    OllamaProvider,
+    create_provider,
+    "Local LLM through an Ollama server; ollama:<model>.",
+    argument="required",
+    example="ollama:qwen2.5",
+)
 
 
 __all__ = [
     "DEFAULT_HOST",
-    "TRIAL_TIME_LIMIT_S",
-    "TRIAL_TOKEN_LIMIT",
-    "ChatTrial",
+    "FAMILY",
     "GenerationReply",
     "OllamaProvider",
     "OllamaSettings",
-    "TrialLimitExceeded",
-    "TrialTranscript",
     "create_provider",
     "resolve_host",
-    "trial_seed",
-    "usage_counts",
 ]

@@ -21,18 +21,20 @@ status, the server's error body (the key removed) and its ``Retry-After``, so th
 gateway can answer a program as the server did (a 400 for an over-long prompt stays a 400).
 
 Usage counts are required: the competition's 25,000-token trial limit is enforced by
-:class:`~worldforge.providers.ollama.ChatTrial` from ``usage.prompt_tokens`` /
+:class:`~worldforge.providers.chat.ChatTrial` from ``usage.prompt_tokens`` /
 ``usage.completion_tokens``, so a reply without them is a :class:`ProviderError` (a recorded
 per-trial failure), and the preflight refuses a server whose probe reply carries none.
 
-The ``openai`` module is imported lazily so ``import worldforge`` stays cheap.
+Settings, the server pool, retries, preflight and events are the pooled chat base's
+(:mod:`worldforge.providers.pooled`); this module holds only the OpenAI wire: the client, its
+errors, ``Retry-After``, the key scrubbing and the shape of a completion. The ``openai`` module is
+imported lazily so ``import worldforge`` stays cheap.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +42,7 @@ from urllib.parse import urlsplit
 from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
-from worldforge.providers.base import BaseProvider, GenerationResult
+from worldforge.providers.base import GenerationResult, ProviderFamily
 from worldforge.providers.openai_settings import (
     OPENAI_API_URL,
     PLACEHOLDER_API_KEY,
@@ -51,7 +53,7 @@ from worldforge.providers.openai_settings import (
     resolve_base_url,
     retry_after_s,
 )
-from worldforge.providers.server_pool import ServerPool
+from worldforge.providers.pooled import PooledChatProvider, client_version, wire_messages
 
 _PROBE_PROMPT = "Reply with OK."
 #: The largest completion cap (``options["max_tokens"]``) sent on the wire as ``max_tokens``. A larger
@@ -101,58 +103,34 @@ def _body_message(body: object) -> str:
     return body if isinstance(body, str) else ""
 
 
-class OpenAICompatProvider(BaseProvider):
+class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
     """The ``generate`` capability backed by an OpenAI-compatible server (``openai:<model>``)."""
 
-    _capabilities = ("generate",)
+    family = "openai"
     #: ``n`` choices come from one request (the model gateway splits a completion cap across them).
     native_choices = True
 
-    def __init__(self, settings: OpenAISettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
-        super().__init__()
-        self.settings = settings
-        self.name = f"openai:{settings.model}"
-        self._sleep = sleep
-        self._clients: dict[str, Any] = {}
-        self._manifest: dict[str, Any] | None = None
-        self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
-
     @classmethod
     def from_spec(cls, model: str, options: Mapping[str, Any] | None = None) -> OpenAICompatProvider:
-        """Factory for the registry: ``openai:<model>`` → ``from_spec("<model>", options)``."""
+        """Factory for the registry: ``openai:<model>`` → ``from_spec("<model>", run options)``."""
         return cls(OpenAISettings.from_options(model, options))
 
-    def configure(self, options: Mapping[str, Any] | None) -> None:
-        """Re-apply run options (``--openai-base-url``, ``openai_*`` keys) after registry creation."""
-        settings = OpenAISettings.from_options(self.settings.model, options)
-        if settings != self.settings:
-            if settings.base_url != self.settings.base_url:
-                self._manifest = None  # the manifest describes the model on one server
-            elif self._manifest is not None:
-                self._manifest = {**self._manifest, "settings": settings.identity()}
-            self.settings = settings
-            self._clients = {}
-            self.pool = ServerPool(settings.base_urls, max_connections=settings.max_connections)
+    # -- the wire ---------------------------------------------------------------------------------
+    def _new_client(self, url: str) -> Any:
+        """Attempts are the pooled base's, not the client's (``max_retries=0``)."""
+        return heavy.openai().OpenAI(
+            base_url=url,
+            api_key=resolve_api_key(url),
+            timeout=float(self.settings.request_timeout_s),
+            max_retries=0,
+        )
 
-    # -- plumbing -------------------------------------------------------------------------------
-    @property
-    def client(self) -> Any:
-        """The client of the first server (preflight, manifest)."""
-        return self.client_for(self.settings.base_url)
+    def _retryable(self, exc: BaseException) -> bool:
+        return _is_retryable(exc)
 
-    def client_for(self, base_url: str) -> Any:
-        """One client per server (clients keep their connections); the first server's is ``client``."""
-        client = self._clients.get(base_url)
-        if client is None:
-            openai = heavy.openai()
-
-            client = self._clients[base_url] = openai.OpenAI(
-                base_url=base_url,
-                api_key=resolve_api_key(base_url),
-                timeout=float(self.settings.request_timeout_s),
-                max_retries=0,
-            )
-        return client
+    def _attempt_meta(self, exc: BaseException) -> dict[str, Any]:
+        status = _status(exc)
+        return {"status": status} if status is not None else {}
 
     def _keyless(self, value: Any) -> Any:
         """``value`` with the API key replaced in every string (a server may echo request headers
@@ -219,27 +197,14 @@ class OpenAICompatProvider(BaseProvider):
             delay = max(delay, min(asked, float(self.settings.max_retry_after_s)))
         return delay
 
-    def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
-        self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
-
     # -- runtime manifest -----------------------------------------------------------------------
-    def _preflight(self, call: Callable[[], Any]) -> Any:
-        """One preflight request, retried like a generation call except that a refused
-        connection fails at once (nothing is listening)."""
+    def _preflight_retryable(self, exc: BaseException) -> bool:
+        """Retried like a generation call, except that a refused connection fails at once
+        (nothing is listening)."""
         openai = heavy.openai()
 
-        attempts = int(self.settings.retries) + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return call()
-            except Exception as exc:
-                refused = isinstance(exc, openai.APIConnectionError) and not isinstance(
-                    exc, openai.APITimeoutError
-                )
-                if refused or not _is_retryable(exc) or attempt == attempts:
-                    raise
-                self._sleep(self._delay(attempt, exc))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        refused = isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+        return not refused and _is_retryable(exc)
 
     def _preflight_error(self, exc: BaseException, what: str) -> Exception:
         """A preflight failure as one clear error: usage errors exit 2, an unreachable server 1."""
@@ -263,16 +228,14 @@ class OpenAICompatProvider(BaseProvider):
             )
         return ProviderError(f"{url}: {what} failed: {self._describe(exc)}")
 
-    def runtime_manifest(self) -> dict[str, Any]:
-        """The served model and server kind from ``/models`` and a one-token probe (cached).
+    def _fetch_manifest(self) -> dict[str, Any]:
+        """The served model and server kind from ``/models`` and a one-token probe.
 
         The probe shows what the server will answer for this model name (``response.model``) and
         that it reports usage counts; a wrong model name, a rejected key or a server without usage
         counts is a :class:`WorldForgeError` and an unreachable server a :class:`ProviderError`, so
         a run fails before its first item instead of recording hundreds of identical failures.
         """
-        if self._manifest is not None:
-            return dict(self._manifest)
         openai = heavy.openai()
 
         model = self.settings.model
@@ -314,7 +277,7 @@ class OpenAICompatProvider(BaseProvider):
                 "trial limit cannot be enforced without them."
             )
         owned_by = getattr(entry, "owned_by", None) if entry is not None else None
-        manifest = {
+        return {
             "provider": self.name,
             "kind": "openai-compatible",
             "model": model,
@@ -327,10 +290,8 @@ class OpenAICompatProvider(BaseProvider):
                 "software": probe.headers.get("server") or headers.get("server"),
                 "system_fingerprint": getattr(completion, "system_fingerprint", None),
             },
-            "client": f"openai-python {_client_version()}",
+            "client": f"openai-python {client_version('openai')}",
         }
-        self._manifest = manifest
-        return dict(manifest)
 
     # -- generation -----------------------------------------------------------------------------
     def chat(
@@ -345,14 +306,9 @@ class OpenAICompatProvider(BaseProvider):
 
         ``max_tokens`` (per choice) is sent only when given, so uncapped requests stay as they were.
         """
-        for i, message in enumerate(messages):
-            if message.get("role") not in {"system", "user", "assistant"} or not isinstance(
-                message.get("content"), str
-            ):
-                raise WorldForgeError(f"messages[{i}]: needs role system|user|assistant and string content.")
+        payload = wire_messages(messages)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise WorldForgeError(f"openai n: expected a positive integer, got {n!r}.")
-        payload = [{"role": m["role"], "content": m["content"]} for m in messages]
         params: dict[str, Any] = {"temperature": float(self.settings.temperature), "n": n}
         if seed is not None:
             params["seed"] = int(seed)
@@ -361,57 +317,15 @@ class OpenAICompatProvider(BaseProvider):
         digest = digest_payload({"model": self.settings.model, "messages": payload, "params": params})
         for url in self.pool.urls:
             self.client_for(url)  # a missing key is a usage error, not a failed attempt
-        # Each further server adds an attempt: a failing server is left for another one at once.
-        attempts = int(self.settings.retries) + len(self.pool.urls)
-        last: BaseException | None = None
-        attempt = 0
-        for attempt in range(1, attempts + 1):
-            started = time.monotonic()
-            with self.pool.lease() as lease:
-                try:
-                    response = self.client_for(lease.url).chat.completions.create(
-                        model=self.settings.model, messages=payload, **params
-                    )
-                except Exception as exc:
-                    if _is_retryable(exc):
-                        lease.failed()  # out of rotation for a while
-                    error: BaseException | None = exc
-                else:
-                    error = None
-            if error is not None:
-                last = error
-                retry = _is_retryable(error) and attempt < attempts
-                status = _status(error)
-                self._emit(
-                    "retry" if retry else "failure",
-                    attempt,
-                    started,
-                    digest,
-                    self._describe(error),
-                    **({"status": status} if status is not None else {}),
-                )
-                if not retry:
-                    break
-                if not self.pool.has_alternative(lease.url):  # elsewhere at once, else back off
-                    self._sleep(self._delay(attempt, error))
-                continue
-            try:
-                reply = self._reply(response, attempt)
-            except ProviderError as exc:  # malformed: the server answered, retrying will not help
-                self._emit("failure", attempt, started, digest, str(exc))
-                raise
-            self._emit(
-                "success",
-                attempt,
-                started,
-                digest,
-                "ok",
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-            )
-            return reply
-        assert last is not None
-        raise self._failure(attempt, last) from None
+
+        def request(client: Any) -> Any:
+            return client.chat.completions.create(model=self.settings.model, messages=payload, **params)
+
+        def accept(response: Any, attempt: int) -> tuple[ChatReply, dict[str, Any]]:
+            reply = self._reply(response, attempt)
+            return reply, {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
+
+        return self._send(digest, request, accept)
 
     def _reply(self, response: Any, attempt: int) -> ChatReply:
         """Validate a completion: choices with text content and usage counts, else a one-line error."""
@@ -474,22 +388,25 @@ class OpenAICompatProvider(BaseProvider):
         return GenerationResult(provider=self.name, text=reply.texts[0], metadata=metadata)
 
 
-def _client_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("openai")
-    except Exception:  # pragma: no cover - metadata missing in odd installs
-        return "unknown"
-
-
 def create_provider(model: str, options: Mapping[str, Any] | None = None) -> OpenAICompatProvider:
-    """Registry factory: the suffix of ``openai:<model>`` (URL from ``OPENAI_BASE_URL``/config
-    until :meth:`OpenAICompatProvider.configure` applies the run's options)."""
+    """Registry factory: the suffix of ``openai:<model>`` and the run's options
+    (``openai_base_url``, ``openai_*`` keys; the URL falls back to ``OPENAI_BASE_URL``, then the
+    config)."""
     return OpenAICompatProvider.from_spec(model, options)
 
 
+#: What the registry builds for ``openai:<model>`` (``worldforge.providers`` entry point).
+FAMILY = ProviderFamily(
+    OpenAICompatProvider,
+    create_provider,
+    "Any OpenAI-compatible chat server (Ollama /v1, llama.cpp, vLLM, OpenAI); openai:<model>.",
+    argument="required",
+    example="openai:qwen2.5:32b-instruct-fp16",
+)
+
+
 __all__ = [
+    "FAMILY",
     "MAX_TOKENS_SENT",
     "OPENAI_API_URL",
     "PLACEHOLDER_API_KEY",

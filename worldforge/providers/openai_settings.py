@@ -133,6 +133,11 @@ class OpenAISettings:
     def base_urls(self) -> tuple[str, ...]:
         return (self.base_url, *self.more_base_urls)
 
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The pooled base's name for :attr:`base_urls`."""
+        return self.base_urls
+
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
             raise WorldForgeError("openai provider: a model name is required, e.g. 'openai:qwen2.5:32b'.")

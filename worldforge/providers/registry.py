@@ -1,29 +1,42 @@
-"""Provider registry: built-in factories, user registrations and the ``worldforge.providers``
-entry-point group.
+"""Provider registry: the project's built-in families, user registrations and the
+``worldforge.providers`` entry-point group, on the one registry mechanism
+(:class:`worldforge.core.registry.Registry`).
 
 Names may be parameterized as ``name:arg`` (``mock:v2``, ``ollama:qwen2.5``, ``openai:gpt-4o-mini``).
-The registry looks up the factory registered for ``name`` and calls ``factory(arg)``; a bare ``name``
-calls ``factory()``.
-Built-ins are imported lazily so listing providers never imports a client library.
+The registry looks up what is registered for ``name``: a
+:class:`~worldforge.providers.base.ProviderFamily` (every built-in; a plugin may publish one too) is
+built with the argument and the run's options (``ollama_host``, ``openai_base_url``,
+``max_connections`` ...), so a provider is built once, with the servers and limits the command line
+chose, and never reconfigured afterwards; any other callable keeps the plain ``factory()`` /
+``factory(arg)`` signature. Built-ins are named by ``module:attr`` and load on first use, so this
+module imports no provider and listing providers never imports a client library.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
-from worldforge.providers.mock import MockProvider
+from worldforge.core.registry import BUILTIN, Registration, Registry
+from worldforge.providers.base import ProviderFamily
+from worldforge.providers.openai_settings import check_base_urls
 
 ProviderFactory = Callable[..., Any]
 ENTRY_POINT_GROUP = "worldforge.providers"
 DISABLE_ENTRY_POINTS_ENV = "WORLDFORGE_DISABLE_ENTRY_POINTS"
+#: The project's own provider families: the fallback when the installed entry-point record is
+#: stale or absent, and equal to ``[project.entry-points."worldforge.providers"]`` (a test says so).
+BUILTIN_PROVIDERS: dict[str, str] = {
+    "mock": "worldforge.providers.mock:FAMILY",
+    "ollama": "worldforge.providers.ollama:FAMILY",
+    "openai": "worldforge.providers.openai_compat:FAMILY",
+}
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
+Registered = ProviderFamily | ProviderFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,136 +71,120 @@ def split_provider_name(full_name: str) -> tuple[str, str | None]:
     return base, (arg if sep else None)
 
 
-def _lazy_mock(arg: str | None = None) -> Any:
+def check_provider_options(options: Mapping[str, Any]) -> None:
+    """Check the run options that built-in providers read, before any provider is built.
 
-    return MockProvider(arg or "")
-
-
-def _lazy_module_provider(name: str, module_name: str, example: str) -> ProviderFactory:
-    """A factory that imports ``module_name`` only when the provider is asked for (its client
-    library is heavy or optional) and calls its ``create_provider(model)``."""
-
-    def factory(arg: str | None = None) -> Any:
-        if not arg:
-            raise WorldForgeError(f"provider '{name}' needs a model: use '{name}:<model>' (e.g. {example}).")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                raise WorldForgeError(f"provider '{name}' is not available in this installation.") from None
-            raise
-        create = getattr(module, "create_provider", None)
-        if create is None:
-            raise WorldForgeError(f"{module_name} defines no create_provider.")
-        return create(arg)
-
-    return factory
+    A suite calls this while validating its options, so a malformed ``--openai-base-url`` fails
+    before a run is created even when no ``openai:`` provider is asked for yet.
+    """
+    if options.get("openai_base_url") is not None:
+        check_base_urls(options["openai_base_url"])
 
 
-_lazy_ollama = _lazy_module_provider("ollama", "worldforge.providers.ollama", "ollama:qwen2.5")
-_lazy_openai = _lazy_module_provider(
-    "openai", "worldforge.providers.openai_compat", "openai:qwen2.5:32b-instruct-fp16"
-)
+def _checked(name: str, loaded: object) -> Registered:
+    """What a provider name loads must be a :class:`ProviderFamily` or a factory."""
+    if isinstance(loaded, ProviderFamily) or callable(loaded):
+        return loaded
+    raise WorldForgeError(
+        f"provider {name!r}: {type(loaded).__name__} is neither a ProviderFamily nor callable."
+    )
 
 
-_BUILTINS: dict[str, tuple[ProviderFactory, str, str]] = {
-    "mock": (
-        _lazy_mock,
-        "Deterministic reference provider; mock:<variant> selects another generator.",
-        "optional",
-    ),
-    "ollama": (_lazy_ollama, "Local LLM through an Ollama server; ollama:<model>.", "required"),
-    "openai": (
-        _lazy_openai,
-        "Any OpenAI-compatible chat server (Ollama /v1, llama.cpp, vLLM, OpenAI); openai:<model>.",
-        "required",
-    ),
-}
-#: Declared capabilities of built-ins, so listing providers needs no client import.
-BUILTIN_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "mock": ("predict", "score", "generate", "embed"),
-    "ollama": ("generate",),
-    "openai": ("generate",),
-}
+def _builtin_family(registry: Registry[Registered], reg: Registration[Registered]) -> ProviderFamily:
+    family = registry.resolve(reg)
+    if not isinstance(family, ProviderFamily):
+        raise WorldForgeError(f"built-in provider {reg.name!r}: {reg.reference} is not a ProviderFamily.")
+    return family
+
+
+def builtin_capabilities() -> dict[str, tuple[str, ...]]:
+    """Declared capabilities of the built-in families, read from their provider classes (importing
+    their modules, never a client library)."""
+    registry = ProviderRegistry(discover_entry_points=False)
+    return {name: registry.family(name).declared_capabilities for name in BUILTIN_PROVIDERS}
 
 
 class ProviderRegistry:
-    """Maps provider family names to factories; thread-safe."""
+    """Maps provider family names to families or factories; thread-safe."""
 
     def __init__(self, *, discover_entry_points: bool | None = None) -> None:
-        self._lock = threading.Lock()
-        self._factories: dict[str, tuple[ProviderFactory, str, str, str]] = {
-            name: (factory, "builtin", desc, arg) for name, (factory, desc, arg) in _BUILTINS.items()
-        }
         if discover_entry_points is None:
             discover_entry_points = not os.environ.get(DISABLE_ENTRY_POINTS_ENV)
-        self._discover = discover_entry_points
-        self._entry_points_loaded = False
-
-    def _load_entry_points(self) -> None:
-        if self._entry_points_loaded or not self._discover:
-            return
-        self._entry_points_loaded = True
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in self._factories:
-                continue
-
-            def factory(arg: str | None = None, _ep: Any = ep) -> Any:
-                loaded = _ep.load()
-                return loaded(arg) if arg is not None else loaded()
-
-            self._factories[ep.name] = (factory, "entry-point", f"entry point {ep.value}", "optional")
+        self._registry: Registry[Registered] = Registry(
+            "provider",
+            BUILTIN_PROVIDERS,
+            group=ENTRY_POINT_GROUP,
+            discover=discover_entry_points,
+            check=_checked,
+        )
 
     def register(
-        self, name: str, factory: ProviderFactory, *, replace: bool = False, description: str = ""
+        self,
+        name: str,
+        factory: ProviderFactory | ProviderFamily | str,
+        *,
+        replace: bool = False,
+        description: str = "",
     ) -> None:
+        """Register a family for this process: a factory, a :class:`ProviderFamily` or a lazy
+        ``"module:attr"`` reference to either."""
         base, arg = split_provider_name(name)
         if arg is not None:
             raise WorldForgeError(f"register provider {name!r}: register the family name without ':'.")
-        if not callable(factory):
+        if not (callable(factory) or isinstance(factory, (ProviderFamily, str))):
             raise WorldForgeError(f"register provider {name!r}: factory must be callable.")
-        with self._lock:
-            self._load_entry_points()
-            if base in self._factories and not replace:
-                raise WorldForgeError(
-                    f"provider {base!r} is already registered; pass replace=True to override it."
-                )
-            self._factories[base] = (factory, "registered", description or "registered provider", "optional")
+        self._registry.register(
+            base, factory, replace=replace, description=description or "registered provider"
+        )
 
     def is_known(self, full_name: str) -> bool:
         base, _ = split_provider_name(full_name)
-        with self._lock:
-            self._load_entry_points()
-            return base in self._factories
+        return base in self._registry
 
     def names(self) -> list[str]:
-        with self._lock:
-            self._load_entry_points()
-            return sorted(self._factories)
+        return self._registry.names()
+
+    def family(self, name: str) -> ProviderFamily:
+        """The built-in family ``name`` (its description, argument rule and capabilities)."""
+        reg = self._registry.get(name)
+        if reg is None or reg.source != BUILTIN:
+            raise WorldForgeError(f"provider {name!r} is not a built-in family.")
+        return _builtin_family(self._registry, reg)
 
     def infos(self) -> list[ProviderInfo]:
-        with self._lock:
-            self._load_entry_points()
-            return [
-                ProviderInfo(
-                    name, source, desc, arg, BUILTIN_CAPABILITIES.get(name) if source == "builtin" else None
+        """Every family; built-ins described by their :class:`ProviderFamily`, others by what they
+        were registered with (a plugin is not imported just to be listed)."""
+        infos: list[ProviderInfo] = []
+        for reg in self._registry.registrations():
+            if reg.source == BUILTIN:
+                family = _builtin_family(self._registry, reg)
+                infos.append(
+                    ProviderInfo(
+                        reg.name,
+                        reg.source,
+                        family.description,
+                        family.argument,
+                        family.declared_capabilities,
+                    )
                 )
-                for name, (_, source, desc, arg) in sorted(self._factories.items())
-            ]
+            else:
+                infos.append(ProviderInfo(reg.name, reg.source, reg.description, "optional"))
+        return infos
 
-    def create(self, full_name: str) -> Any:
-        """Instantiate ``full_name``; unknown names raise a :class:`WorldForgeError` listing known ones."""
+    def create(self, full_name: str, options: Mapping[str, Any] | None = None) -> Any:
+        """Instantiate ``full_name``; unknown names raise a :class:`WorldForgeError` listing known ones.
+
+        ``options`` (the run's) go to a :class:`ProviderFamily`; a plain factory keeps its
+        ``factory()`` / ``factory(arg)`` signature.
+        """
         base, arg = split_provider_name(full_name)
-        with self._lock:
-            self._load_entry_points()
-            entry = self._factories.get(base)
-            known = sorted(self._factories)
-        if entry is None:
-            raise WorldForgeError(f"Unknown provider '{full_name}'. Known providers: {', '.join(known)}.")
-        factory = entry[0]
-        provider = factory(arg) if arg is not None else factory()
+        loaded = self._registry.load(
+            base, lambda _name, known: f"Unknown provider '{full_name}'. Known providers: {', '.join(known)}."
+        )
+        if isinstance(loaded, ProviderFamily):
+            provider: Any = loaded.create(base, arg, options)
+        else:
+            provider = loaded(arg) if arg is not None else loaded()
         if not hasattr(provider, "capabilities"):
             raise WorldForgeError(f"provider factory for {base!r} returned an object without 'capabilities'.")
         if not getattr(provider, "name", None):
@@ -199,11 +196,13 @@ class ProviderRegistry:
 
 
 __all__ = [
-    "BUILTIN_CAPABILITIES",
+    "BUILTIN_PROVIDERS",
     "DISABLE_ENTRY_POINTS_ENV",
     "ENTRY_POINT_GROUP",
     "ProviderFactory",
     "ProviderInfo",
     "ProviderRegistry",
+    "builtin_capabilities",
+    "check_provider_options",
     "split_provider_name",
 ]

@@ -4,14 +4,18 @@ Rules: inline CSS only, no ``<script>``, no ``<link>``, no anchors, no remote re
 Content-Security-Policy meta tag forbids them as defence in depth); every dynamic string goes
 through ``html.escape(quote=True)``; the only URI scheme ever emitted is
 ``data:image/png;base64,`` for section images; the claim boundary is a visible warning block.
-Science Birds reports get their own page (charts, heatmap, level gallery; see
-:mod:`worldforge.reports.science_birds_html`); every other report is rendered section by section.
+A suite may register its own page for its reports (:func:`register_html_page`; the Science Birds
+suite registers its charts, heatmap and level gallery). Suites sit above this layer, so the
+registration goes from the suite to the renderer and the renderer never imports a suite; every
+other report, and a payload the registered page declines, is rendered section by section.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from worldforge.core.errors import WorldForgeError
 from worldforge.reports.html_parts import (
     claim_block,
     esc,
@@ -20,17 +24,36 @@ from worldforge.reports.html_parts import (
     table,
 )
 from worldforge.reports.html_sections import NOWRAP_CHARS, failure_gallery_html, finish_page, section_html
-from worldforge.reports.science_birds_html import render_science_birds
-from worldforge.reports.science_birds_view import read_view
 from worldforge.reports.sections import interpret_all
 
 HTML_REPORT_SCHEMA_VERSION = 1
 
+#: A suite's own HTML page: the whole document for a payload, or None to decline it (a payload
+#: without the page's expected shape), in which case the generic page is rendered.
+HtmlPage = Callable[[dict[str, Any]], str | None]
+_PAGES: dict[str, HtmlPage] = {}
+
+
+def register_html_page(suite_id: str, page: HtmlPage) -> None:
+    """Render reports whose ``suite_id`` is ``suite_id`` with ``page`` (a later registration for
+    the same suite replaces the earlier one, so re-importing a suite's module is harmless)."""
+    if not isinstance(suite_id, str) or not suite_id.strip():
+        raise WorldForgeError("register_html_page: suite_id must be a non-empty string.")
+    if not callable(page):
+        raise WorldForgeError(f"register_html_page({suite_id!r}): page must be callable.")
+    _PAGES[suite_id] = page
+
+
+def registered_html_page(suite_id: object) -> HtmlPage | None:
+    """The page registered for ``suite_id``, if any."""
+    return _PAGES.get(suite_id) if isinstance(suite_id, str) else None
+
 
 def render_html(payload: dict[str, Any]) -> str:
-    view = read_view(payload)
-    if view is not None:
-        return render_science_birds(payload, view)
+    page = registered_html_page(payload.get("suite_id"))
+    document = page(payload) if page is not None else None
+    if document is not None:
+        return document
     suite = payload.get("suite", "")
     prov = payload.get("provenance") or {}
     summaries = payload.get("provider_summaries", [])
@@ -68,8 +91,11 @@ def render_html(payload: dict[str, Any]) -> str:
 __all__ = [
     "HTML_REPORT_SCHEMA_VERSION",
     "NOWRAP_CHARS",
+    "HtmlPage",
     "esc",
     "failure_gallery_html",
+    "register_html_page",
+    "registered_html_page",
     "render_html",
     "section_html",
 ]

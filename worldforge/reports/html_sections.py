@@ -1,6 +1,6 @@
 """Report sections and the failure gallery as HTML, shared by the generic page
-(:mod:`worldforge.reports.html`) and the Science Birds page
-(:mod:`worldforge.reports.science_birds_html`), so neither page imports the other."""
+(:mod:`worldforge.reports.html`) and the pages suites register for their own reports (the Science
+Birds page, :mod:`worldforge.suites.science_birds.page`), so neither page imports the other."""
 
 from __future__ import annotations
 

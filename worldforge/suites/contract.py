@@ -13,8 +13,10 @@ from typing import Any
 
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.world import World
 from worldforge.evaluation.suite import EvaluationSuite
 from worldforge.evaluation.types import EvaluationContext, EvaluationScenario
+from worldforge.forge import WorldForge
 from worldforge.planning.goals import Goal
 
 BUILTIN_CLAIM_BOUNDARY = (
@@ -40,7 +42,7 @@ def _reject_options(suite: str, options: Mapping[str, Any] | None) -> None:
 
 
 # -- physics ---------------------------------------------------------------------------------------
-def _physics_world(forge: Any, provider: str) -> Any:
+def _physics_world(forge: WorldForge, provider: str) -> World:
     world = forge.create_world("physics-evaluation-world", provider)
     world.add_object("cube", Position(0.0, 0.5, 0.0))
     return world
@@ -131,7 +133,7 @@ def build_physics_suite(options: Mapping[str, Any] | None = None) -> EvaluationS
 PLANNING_SEED = 0
 
 
-def _planning_world(forge: Any, provider: str) -> Any:
+def _planning_world(forge: WorldForge, provider: str) -> World:
     world = forge.create_world("planning-evaluation-world", provider)
     world.add_object("cube", Position(0.0, 0.5, 0.0))
     world.add_object("mug", Position(0.3, 0.8, 0.0))

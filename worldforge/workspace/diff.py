@@ -29,7 +29,8 @@ from typing import Any
 
 from worldforge.core.digests import digest_payload
 from worldforge.workspace.eventlog import read_chain
-from worldforge.workspace.layout import EVENTS_NAME, load_manifest
+from worldforge.workspace.layout import EVENTS_NAME
+from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import effective_status
 
 DIFF_SCHEMA_VERSION = 1
@@ -77,7 +78,7 @@ PROVIDER_IDENTITY_KEYS = ("providers", "models", "runtime_manifests")
 PROVIDER_EVENTS_REASON = "provider-events-differ"
 
 
-def _provider_identity(manifest: dict[str, Any]) -> dict[str, Any]:
+def _provider_identity(manifest: RunManifest) -> dict[str, Any]:
     """Provider identity recorded in the run's input values, by ``<input>.<key>``.
 
     Inputs are what the input digest covers, so they are the run's own statement of which
@@ -85,7 +86,7 @@ def _provider_identity(manifest: dict[str, Any]) -> dict[str, Any]:
     manifest contributes nothing here, and its digest still shows up as an input change.
     """
     identity: dict[str, Any] = {}
-    for entry in manifest.get("inputs") or []:
+    for entry in manifest.inputs:
         value = entry.get("value") if isinstance(entry, dict) else None
         if isinstance(value, dict):
             for key in PROVIDER_IDENTITY_KEYS:
@@ -205,16 +206,12 @@ def _diff_items(
 
 def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, Any]:
     """Compare two run directories; see the module docstring for the reason codes."""
-    ma, mb = load_manifest(dir_a), load_manifest(dir_b)
+    ma, mb = read_run_manifest(dir_a), read_run_manifest(dir_b)
     c = _Collector(include_all)
-    c.compare("manifest", "kind", ma.get("kind"), mb.get("kind"), "config-changed")
-    ea, eb = ma.get("environment") or {}, mb.get("environment") or {}
+    c.compare("manifest", "kind", ma.kind, mb.kind, "config-changed")
+    ea, eb = ma.environment, mb.environment
     c.compare(
-        "code",
-        "worldforge_version",
-        ma.get("worldforge_version"),
-        mb.get("worldforge_version"),
-        "code-version-changed",
+        "code", "worldforge_version", ma.worldforge_version, mb.worldforge_version, "code-version-changed"
     )
     c.compare(
         "code",
@@ -230,11 +227,11 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
         (eb.get("git") or {}).get("dirty"),
         "code-version-changed",
     )
-    ca, cb = ma.get("config") or {}, mb.get("config") or {}
+    ca, cb = ma.config, mb.config
     for key in sorted(set(ca) | set(cb)):
         c.compare("config", f"config.{key}", ca.get(key), cb.get(key), _classify_name(key, "config-changed"))
-    ia = {e["name"]: e for e in ma.get("inputs") or []}
-    ib = {e["name"]: e for e in mb.get("inputs") or []}
+    ia = {e["name"]: e for e in ma.inputs}
+    ib = {e["name"]: e for e in mb.inputs}
     for name in sorted(set(ia) | set(ib)):
         c.compare(
             "inputs",
@@ -243,8 +240,8 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
             (ib.get(name) or {}).get("digest"),
             _classify_name(name, "input-changed"),
         )
-    da = {str(r.get("id")): r for r in ma.get("dataset_manifests") or []}
-    db = {str(r.get("id")): r for r in mb.get("dataset_manifests") or []}
+    da = {str(r.get("id")): r for r in ma.dataset_manifests}
+    db = {str(r.get("id")): r for r in mb.dataset_manifests}
     for ref_id in sorted(set(da) | set(db)):
         c.compare(
             "datasets",
@@ -265,18 +262,18 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
         _provider_event_counts(dir_b),
         PROVIDER_EVENTS_REASON,
     )
-    inputs_equal = ma.get("input_digest") == mb.get("input_digest")
+    inputs_equal = ma.input_digest == mb.input_digest
     upstream = [
         ch["reason"] for ch in c.changes if ch["reason"] in CAUSE_PRIORITY and ch["section"] != "code"
     ]
     first = min(upstream, key=CAUSE_PRIORITY.index) if upstream else "input-changed"
-    c.compare("inputs", "input_digest", ma.get("input_digest"), mb.get("input_digest"), first)
+    c.compare("inputs", "input_digest", ma.input_digest, mb.input_digest, first)
     _diff_items(c, _load_items(dir_a), _load_items(dir_b), inputs_equal)
 
     causes = sorted(
         {ch["reason"] for ch in c.changes if ch["reason"] in CAUSE_PRIORITY}, key=CAUSE_PRIORITY.index
     )
-    ra, rb = ma.get("result_digest"), mb.get("result_digest")
+    ra, rb = ma.result_digest, mb.result_digest
     identical = ra is not None and ra == rb
     if not identical:
         if ra is None or rb is None:
@@ -307,13 +304,16 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
             }
         )
     reasons = sorted({ch["reason"] for ch in c.changes if ch["reason"]})
-    side = lambda d, m: {  # noqa: E731
-        "run_id": m.get("run_id"),
-        "kind": m.get("kind"),
-        "status": effective_status(d, m),
-        "input_digest": m.get("input_digest"),
-        "result_digest": m.get("result_digest"),
-    }
+
+    def side(run_dir: Path, m: RunManifest) -> dict[str, Any]:
+        return {
+            "run_id": m.run_id,
+            "kind": m.kind,
+            "status": effective_status(run_dir, m).value,
+            "input_digest": m.input_digest,
+            "result_digest": m.result_digest,
+        }
+
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "a": side(dir_a, ma),

@@ -24,9 +24,15 @@ LOCK_NAME = ".lock"
 LOCAL_DIR = ".local"
 RESULT_PATH = "results/result.json"
 INVOCATION_PATH = f"{LOCAL_DIR}/invocation.json"  # exact argv and cwd; local-only, never bundled
-STATUSES = ("running", "completed", "failed", "interrupted")
+# The service request a run answers (``runs resume`` asks it again): exact and local-only under
+# ``.local/``, sanitized beside the manifest for people and bundles; outside every digest.
+REQUEST_NAME = "request.json"
+REQUEST_LOCAL_PATH = f"{LOCAL_DIR}/{REQUEST_NAME}"
+# Signed in-toto attestations of a finished run (``eval --attest``) or of a bundle (at its root):
+# beside the artifacts, never one of them, since they are written after the run's digests are final.
+ATTESTATION_NAME = "attestations.intoto.jsonl"
 RESERVED_EVENTS = ("run.started", "run.resumed", "run.finished", "run.failed")
-_RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR}
+_RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR, ATTESTATION_NAME, REQUEST_NAME}
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -93,7 +99,11 @@ def items_digest(items: dict[str, dict[str, Any]]) -> str:
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:
-    """Parse ``run_manifest.json``; a missing or malformed manifest is a :class:`WorldForgeError`."""
+    """Parse ``run_manifest.json`` as plain JSON; a missing or malformed file is a :class:`WorldForgeError`.
+
+    Readers use :func:`worldforge.workspace.records.read_run_manifest` (the typed model built on
+    this); the raw object is for ``runs verify``, which must report a manifest of another schema
+    rather than refuse it."""
     path = run_dir / MANIFEST_NAME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -145,16 +155,18 @@ class RunLock:
 
 
 __all__ = [
+    "ATTESTATION_NAME",
     "DIGEST_RECIPE",
     "EVENTS_NAME",
     "INVOCATION_PATH",
     "LOCAL_DIR",
     "LOCK_NAME",
     "MANIFEST_NAME",
+    "REQUEST_LOCAL_PATH",
+    "REQUEST_NAME",
     "RESERVED_EVENTS",
     "RESULT_PATH",
     "SCHEMA_VERSION",
-    "STATUSES",
     "RunLock",
     "compute_input_digest",
     "dataset_ref_digest",

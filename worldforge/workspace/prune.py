@@ -17,7 +17,8 @@ from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.ids import run_id_time
-from worldforge.workspace.layout import MANIFEST_NAME, RunLock, load_manifest
+from worldforge.workspace.layout import MANIFEST_NAME, RunLock
+from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import effective_status, runs_dir
 
 PRUNE_SCHEMA_VERSION = 1
@@ -60,15 +61,15 @@ def plan_prune(
         if root.is_dir()
         else []
     ):
-        manifest: dict[str, Any] = {}
+        manifest: RunManifest | None = None
         if (run_dir / MANIFEST_NAME).is_file():
             try:
-                manifest = load_manifest(run_dir)
+                manifest = read_run_manifest(run_dir)
             except WorldForgeError:
-                manifest = {}
-        kind = str(manifest.get("kind") or "unknown")
+                manifest = None
+        kind = (manifest.kind if manifest is not None else "") or "unknown"
         created = run_id_time(run_dir.name)
-        status = effective_status(run_dir, manifest) if manifest else "unknown"
+        status = effective_status(run_dir, manifest).value if manifest is not None else "unknown"
         if wanted and kind.lower() not in wanted:
             action, reason = "keep", "skip-kind"
         elif RunLock.is_locked(run_dir):

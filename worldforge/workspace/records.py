@@ -3,18 +3,48 @@
 The files on disk are canonical JSON (sorted keys, the project's ``pretty_json``); these models are
 how code builds and reads them, so a field has one name, one type and one doc. ``to_dict`` omits
 fields that were never set exactly as the writer always did, so ``from_dict(d).to_dict() == d`` for
-every manifest and item file (tests hold that on real runs of every kind). A manifest of a newer
-``schema_version`` than this code knows is refused with the field named, rather than misread.
+every manifest and item file (tests hold that on real runs of every kind). Which
+``schema_version`` this code reads is one rule (:func:`schema_version_problem`): the reader refuses
+a manifest it breaks, with the field named, rather than misread it, and ``runs verify`` reports the
+same sentence as a problem. Every reader of a run (list, show, verify, diff, prune, resume, replay,
+bundles) goes through :func:`read_run_manifest`, so a field has one spelling in the code too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
-from worldforge.workspace.layout import DIGEST_RECIPE, SCHEMA_VERSION
+from worldforge.core.run_events import RunStatus
+from worldforge.workspace.layout import DIGEST_RECIPE, MANIFEST_NAME, SCHEMA_VERSION, load_manifest
+
+#: The oldest manifest ``schema_version`` this code reads (the first one written).
+MIN_SCHEMA_VERSION = 1
+
+
+def schema_version_problem(version: object) -> str | None:
+    """Why a manifest's ``schema_version`` is one this code cannot read, or ``None`` when it can.
+
+    The one rule for both sides: :meth:`RunManifest.from_dict` refuses what it names and ``runs
+    verify`` reports it as a ``schema-version`` problem, so the two never disagree about a run.
+    """
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"schema_version {version!r} is not an integer"
+    if version > SCHEMA_VERSION:
+        return f"schema_version {version} is newer than this worldforge reads ({SCHEMA_VERSION})"
+    if version < MIN_SCHEMA_VERSION:
+        return f"schema_version {version} is older than any manifest worldforge wrote ({MIN_SCHEMA_VERSION})"
+    return None
+
+
+def _status(value: object, source: str) -> RunStatus:
+    if isinstance(value, str) and value in RunStatus.__members__.values():
+        return RunStatus(value)
+    known = ", ".join(s.value for s in RunStatus)
+    raise WorldForgeError(f"{source}: field 'status' is {value!r}, not one of {known}.")
 
 
 def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -59,7 +89,7 @@ class RunManifest:
     #: What made the run: ``evaluation``, ``benchmark``, ``pcg-stage``, ``pcg-extract``, ...
     kind: str
     #: ``running``, ``completed``, ``failed`` or ``interrupted``.
-    status: str
+    status: RunStatus
     #: The sanitized command line, and the same as one shell-quoted string.
     argv: list[str]
     command: str
@@ -99,7 +129,7 @@ class RunManifest:
             "digest_recipe": self.digest_recipe,
             "run_id": self.run_id,
             "kind": self.kind,
-            "status": self.status,
+            "status": self.status.value,
             "argv": list(self.argv),
             "command": self.command,
             "created_at": self.created_at,
@@ -131,11 +161,10 @@ class RunManifest:
         """Read a manifest; ``WorldForgeError`` naming the field when it is not one this code knows."""
         if not isinstance(data, Mapping):
             raise WorldForgeError(f"{source}: expected a JSON object.")
-        version = _require(data, "schema_version", int, source)
-        if version > SCHEMA_VERSION:
-            raise WorldForgeError(
-                f"{source}: schema_version {version} is newer than this worldforge reads ({SCHEMA_VERSION})."
-            )
+        version = data.get("schema_version")
+        problem = schema_version_problem(version)
+        if problem is not None or not isinstance(version, int):
+            raise WorldForgeError(f"{source}: {problem}.")
         items = data.get("items")
         error = data.get("error")
         return cls(
@@ -143,7 +172,7 @@ class RunManifest:
             digest_recipe=_require(data, "digest_recipe", str, source),
             run_id=_require(data, "run_id", str, source),
             kind=_require(data, "kind", str, source),
-            status=_require(data, "status", str, source),
+            status=_status(data.get("status"), source),
             argv=[str(a) for a in _require(data, "argv", list, source)],
             command=_require(data, "command", str, source),
             created_at=_require(data, "created_at", str, source),
@@ -169,6 +198,12 @@ class RunManifest:
             if not isinstance(error, Mapping)
             else RunError(type=str(error.get("type")), message=str(error.get("message"))),
         )
+
+
+def read_run_manifest(run_dir: Path) -> RunManifest:
+    """The typed manifest of ``run_dir``; ``WorldForgeError`` naming the run and the field when the
+    file is missing, not JSON, of a schema this code does not read, or lacks a field."""
+    return RunManifest.from_dict(load_manifest(run_dir), source=f"{run_dir.name}/{MANIFEST_NAME}")
 
 
 @dataclass(frozen=True)
@@ -207,4 +242,12 @@ class ItemFile:
         )
 
 
-__all__ = ["ItemFile", "ItemsSummary", "RunError", "RunManifest"]
+__all__ = [
+    "MIN_SCHEMA_VERSION",
+    "ItemFile",
+    "ItemsSummary",
+    "RunError",
+    "RunManifest",
+    "read_run_manifest",
+    "schema_version_problem",
+]

@@ -24,7 +24,7 @@ import os
 import shlex
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,6 +35,17 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_json
 from worldforge.core.paths import portable_path
 from worldforge.core.redact import sanitize_argv, sanitize_text, sanitize_value
+from worldforge.core.run_events import (
+    ArtifactWritten,
+    FrameworkEvent,
+    ItemCompleted,
+    RunFailed,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunStatus,
+    parse_event,
+)
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.workspace.environment import environment_summary
 from worldforge.workspace.eventlog import EventLog, read_chain
@@ -50,10 +61,16 @@ from worldforge.workspace.layout import (
     dataset_ref_digest,
     item_filename,
     items_digest,
-    load_manifest,
     safe_relpath,
 )
-from worldforge.workspace.records import ItemFile, ItemsSummary, RunError, RunManifest
+from worldforge.workspace.records import (
+    ItemFile,
+    ItemsSummary,
+    RunError,
+    RunManifest,
+    read_run_manifest,
+)
+from worldforge.workspace.requests import RecordedRequest, read_request, write_request
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -102,7 +119,7 @@ class Run:
         return RunManifest.from_dict(self._manifest.to_dict())
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         return self._manifest.status
 
     @property
@@ -212,6 +229,14 @@ class Run:
         ensure_json_native(body, f"event {event_type}")
         self.log.append(event_type, body, wait_sync=wait_sync)
 
+    def emit_event(self, event: FrameworkEvent, *, wait_sync: bool = False) -> None:
+        """Append one of the framework's typed events (see :mod:`worldforge.core.run_events`)."""
+        self.emit(event.TYPE, event.to_dict(), wait_sync=wait_sync)
+
+    def _log(self, event: FrameworkEvent, *, wait_sync: bool = True) -> None:
+        """Append an event the run writes itself (lifecycle, items, artifacts: reserved or not)."""
+        self.log.append(event.TYPE, event.to_dict(), wait_sync=wait_sync)
+
     def event_sink(self, event: Any) -> None:
         """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])``.
 
@@ -244,30 +269,27 @@ class Run:
         body = pretty_json(ItemFile(item_id, input_digest, record, record_digest).to_dict()).encode("utf-8")
         with self._mutex:
             atomic_write_bytes(self.dir / relpath, body)
-            entry = {
+            sha256 = digest_bytes(body)
+            self._artifacts[relpath] = {
                 "path": relpath,
-                "sha256": digest_bytes(body),
+                "sha256": sha256,
                 "size": len(body),
                 "media_type": "application/json",
             }
-            self._artifacts[relpath] = entry
             self._items[item_id] = {
                 "input_digest": input_digest,
                 "record_digest": record_digest,
                 "record": record,
             }
-            self.log.append(
-                "item.completed",
-                wait_sync=False,
-                payload={
-                    "item_id": item_id,
-                    "input_digest": input_digest,
-                    "record_digest": record_digest,
-                    "path": relpath,
-                    "sha256": entry["sha256"],
-                    "size": entry["size"],
-                },
+            completed = ItemCompleted(
+                item_id=item_id,
+                input_digest=input_digest,
+                record_digest=record_digest,
+                path=relpath,
+                sha256=sha256,
+                size=len(body),
             )
+            self._log(completed, wait_sync=False)
         return record_digest
 
     # ------------------------------------------------------------------ artifacts
@@ -278,9 +300,9 @@ class Run:
         kind = media_type or mimetypes.guess_type(rel)[0] or "application/octet-stream"
         with self._mutex:
             target = atomic_write_bytes(self.dir / rel, blob)
-            entry = {"path": rel, "sha256": digest_bytes(blob), "size": len(blob), "media_type": kind}
-            self._artifacts[rel] = entry
-            self.log.append("artifact.written", dict(entry), wait_sync=False)
+            event = ArtifactWritten(path=rel, sha256=digest_bytes(blob), size=len(blob), media_type=kind)
+            self._artifacts[rel] = event.to_dict()
+            self._log(event, wait_sync=False)
         return target
 
     # ------------------------------------------------------------------ terminal states
@@ -292,34 +314,33 @@ class Run:
         self.write_artifact(RESULT_PATH, pretty_json(payload), "application/json")
         with self._mutex:
             m = self._manifest
-            m.status = "completed"
+            m.status = RunStatus.COMPLETED
             m.result_digest = result_digest
             if claim_boundary is not None:
                 m.claim_boundary = claim_boundary
             m.finished_at = utc_now_iso()
             m.error = None
-            self.log.append(
-                "run.finished",
-                {
-                    "status": "completed",
-                    "input_digest": self.input_digest,
-                    "result_digest": result_digest,
-                    "item_count": len(self._items),
-                    "items_digest": items_digest(self._items),
-                },
+            self._log(
+                RunFinished(
+                    status=RunStatus.COMPLETED,
+                    input_digest=self.input_digest,
+                    result_digest=result_digest,
+                    item_count=len(self._items),
+                    items_digest=items_digest(self._items),
+                )
             )
             self.finished = True
             self._write_manifest()
         return result_digest
 
-    def _terminate(self, status: str, exc: BaseException) -> None:
+    def _terminate(self, status: RunStatus, exc: BaseException) -> None:
         message = sanitize_text(" ".join(str(exc).split()))[:500] or type(exc).__name__
         with self._mutex:
             error = RunError(type=type(exc).__name__, message=message)
             self._manifest.status = status
             self._manifest.error = error
             self._manifest.finished_at = utc_now_iso()
-            self.log.append("run.failed", {"status": status, **error.to_dict()})
+            self._log(RunFailed(status=status, type=error.type, message=error.message))
             self.finished = True
             self._write_manifest()
 
@@ -331,7 +352,9 @@ class Run:
 # ---------------------------------------------------------------------- creation / resume
 
 
-def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]) -> Run:
+def _new_run(
+    workspace: Path, kind: str, argv: list[str], config: dict[str, Any], request: RecordedRequest | None
+) -> Run:
     run_id, run_dir = create_run_dir(workspace / "runs")
     lock = RunLock(run_dir)
     env = environment_summary()
@@ -340,7 +363,7 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
     manifest = RunManifest(
         run_id=run_id,
         kind=kind,
-        status="running",
+        status=RunStatus.RUNNING,
         argv=clean_argv,
         command=shlex.join(clean_argv),
         created_at=created.strftime("%Y-%m-%dT%H:%M:%SZ") if created else utc_now_iso(),
@@ -351,31 +374,39 @@ def _new_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any]
     )
     # The exact argv and cwd are kept local-only (never bundled) so ``runs resume`` can re-invoke them.
     atomic_write_json(run_dir / INVOCATION_PATH, {"argv": [str(a) for a in argv], "cwd": os.getcwd()})
+    if request is not None:  # what ``runs resume`` asks the service again
+        write_request(run_dir, request)
     run = Run(workspace, run_dir, manifest, lock)
-    run.log.append(
-        "run.started",
-        {
-            "run_id": run_id,
-            "kind": kind,
-            "argv": clean_argv,
-            "config_digest": manifest.config_digest,
-            "worldforge_version": env["worldforge_version"],
-        },
+    run._log(
+        RunStarted(
+            run_id=run_id,
+            kind=kind,
+            argv=clean_argv,
+            config_digest=manifest.config_digest,
+            worldforge_version=env["worldforge_version"],
+        )
     )
     run._write_manifest()
     return run
 
 
-def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, Any], run_id: str) -> Run:
+def _resume_run(
+    workspace: Path,
+    kind: str,
+    argv: list[str],
+    config: dict[str, Any],
+    run_id: str,
+    request: RecordedRequest | None,
+) -> Run:
     require_run_id(run_id)
     run_dir = workspace / "runs" / run_id
     if not (run_dir / MANIFEST_NAME).is_file():
         raise WorldForgeError(f"resume {run_id}: no such run under {portable_path(workspace)}/runs.")
     lock = RunLock(run_dir)
     try:
-        manifest = RunManifest.from_dict(load_manifest(run_dir), source=f"run {run_id}: {MANIFEST_NAME}")
+        manifest = read_run_manifest(run_dir)
         previous = manifest.status
-        if previous == "completed":
+        if previous == RunStatus.COMPLETED:
             raise WorldForgeError(f"resume {run_id}: the run already completed; nothing to resume.")
         if manifest.kind != kind:
             raise WorldForgeError(f"resume {run_id}: recorded kind {manifest.kind!r} is not {kind!r}.")
@@ -391,23 +422,24 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
         raise
     for stale in run_dir.rglob(".*.tmp"):  # temp files of atomic writes cut short by a crash
         stale.unlink(missing_ok=True)
+    if request is not None and read_request(run_dir) is None:  # resumable by request from now on
+        write_request(run_dir, request)
     run._recorded_inputs = {e["name"]: e["digest"] for e in manifest.inputs}
     run._recorded_datasets = {dataset_ref_digest(r) for r in manifest.dataset_manifests}
     _rebuild_from_events(run)
-    previous_status = "interrupted" if previous == "running" else previous
-    manifest.status = "running"
+    previous_status = RunStatus.INTERRUPTED if previous == RunStatus.RUNNING else previous
+    manifest.status = RunStatus.RUNNING
     manifest.resume_count += 1
     manifest.finished_at = None
     manifest.error = None
-    run.log.append(
-        "run.resumed",
-        {
-            "attempt": manifest.resume_count,
-            "previous_status": previous_status,
-            "reused_items": len(run._items),
-            "repaired_bytes": run.log.repaired_bytes,
-            "argv": _sanitize_argv(list(argv)),
-        },
+    run._log(
+        RunResumed(
+            attempt=manifest.resume_count,
+            previous_status=previous_status,
+            reused_items=len(run._items),
+            repaired_bytes=run.log.repaired_bytes,
+            argv=_sanitize_argv(list(argv)),
+        )
     )
     run._write_manifest()
     return run
@@ -416,29 +448,27 @@ def _resume_run(workspace: Path, kind: str, argv: list[str], config: dict[str, A
 def _rebuild_from_events(run: Run) -> None:
     """Reload the artifact index and finished items from the event log (the durable record)."""
     chain = read_chain(run.dir / EVENTS_NAME)
-    for event in chain.events:
-        payload: Any = event.get("payload")
+    for line in chain.events:
         try:
-            if event.get("type") == "artifact.written":
-                run._artifacts[payload["path"]] = {
-                    k: payload[k] for k in ("path", "sha256", "size", "media_type")
-                }
-            elif event.get("type") == "item.completed":
-                path = run.dir / safe_relpath(payload["path"])
-                if not path.is_file() or digest_file(path) != payload.get("sha256"):
+            event = parse_event(str(line.get("type")), line.get("payload") or {})
+            if isinstance(event, ArtifactWritten):
+                run._artifacts[event.path] = event.to_dict()
+            elif isinstance(event, ItemCompleted):
+                path = run.dir / safe_relpath(event.path)
+                if not path.is_file() or digest_file(path) != event.sha256:
                     continue  # the record did not survive intact: recompute the item
                 item = ItemFile.from_dict(json.loads(path.read_text(encoding="utf-8")))
                 if digest_payload(item.record) != item.record_digest:
                     continue
-                run._items[payload["item_id"]] = {
+                run._items[event.item_id] = {
                     "input_digest": item.input_digest,
                     "record_digest": item.record_digest,
                     "record": item.record,
                 }
-                run._artifacts[payload["path"]] = {
-                    "path": payload["path"],
-                    "sha256": payload["sha256"],
-                    "size": payload["size"],
+                run._artifacts[event.path] = {
+                    "path": event.path,
+                    "sha256": event.sha256,
+                    "size": event.size,
                     "media_type": "application/json",
                 }
         except (KeyError, TypeError, ValueError, WorldForgeError):
@@ -468,11 +498,15 @@ def start_run(
     argv: list[str],
     config: dict[str, Any],
     resume_run_id: str | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> Iterator[Run]:
     """Create (or resume) a run under ``workspace_dir/runs/`` and finalise it when the block exits.
 
     An exception marks the run ``failed``; ``KeyboardInterrupt`` or SIGTERM mark it ``interrupted``;
     leaving the block without :meth:`Run.complete` marks it ``failed`` too. The exception is re-raised.
+    ``request`` is the service's request as JSON, recorded (outside every digest, see
+    :mod:`worldforge.workspace.requests`) so that ``runs resume`` can ask the service again; a run
+    started without one cannot be resumed by ``runs resume``.
     """
     if not isinstance(kind, str) or not kind.strip():
         raise WorldForgeError("run kind: must be a non-empty string.")
@@ -480,24 +514,29 @@ def start_run(
     ensure_json_native(config, "run config")
     config = _sanitize(config)
     workspace = Path(workspace_dir)
+    recorded: RecordedRequest | None = None
+    if request is not None:  # checked before a run exists: a bad request leaves nothing behind
+        recorded = RecordedRequest(kind=kind, request=to_json_native(dict(request)))
+        ensure_json_native(recorded.request, "run request")
     if resume_run_id:
-        run = _resume_run(workspace, kind, list(argv), config, resume_run_id)
+        run = _resume_run(workspace, kind, list(argv), config, resume_run_id, recorded)
     else:
-        run = _new_run(workspace, kind, list(argv), config)
+        run = _new_run(workspace, kind, list(argv), config, recorded)
     try:
         with _sigterm_as_interrupt():
             try:
                 yield run
             except KeyboardInterrupt as exc:
                 if not run.finished:
-                    run._terminate("interrupted", exc)
+                    run._terminate(RunStatus.INTERRUPTED, exc)
                 raise
             except BaseException as exc:
                 if not run.finished:
-                    run._terminate("failed", exc)
+                    run._terminate(RunStatus.FAILED, exc)
                 raise
             if not run.finished:
-                run._terminate("failed", WorldForgeError("the command ended without completing the run"))
+                ended = WorldForgeError("the command ended without completing the run")
+                run._terminate(RunStatus.FAILED, ended)
     finally:
         run._close()
 
@@ -509,17 +548,20 @@ def optional_run(
     argv: list[str],
     config: dict[str, Any],
     resume_run_id: str | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> Iterator[Run | None]:
-    """:func:`start_run` when a workspace is given, else ``None`` (commands without ``--run-workspace``).
+    """:func:`start_run` when a workspace is given, else ``None`` (commands without ``--workspace``).
 
     Resuming needs a workspace: ``--resume-run`` without one is a usage error, not a silent new run.
     """
     if workspace_dir is None:
         if resume_run_id:
-            raise WorldForgeError("--resume-run needs --run-workspace.")
+            raise WorldForgeError("--resume-run needs --workspace.")
         yield None
         return
-    with start_run(workspace_dir, kind=kind, argv=argv, config=config, resume_run_id=resume_run_id) as run:
+    with start_run(
+        workspace_dir, kind=kind, argv=argv, config=config, resume_run_id=resume_run_id, request=request
+    ) as run:
         yield run
 
 

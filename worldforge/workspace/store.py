@@ -6,20 +6,21 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.run_events import RunStatus
 from worldforge.workspace.ids import is_run_id
-from worldforge.workspace.layout import EVENTS_NAME, MANIFEST_NAME, RunLock, load_manifest
+from worldforge.workspace.layout import EVENTS_NAME, MANIFEST_NAME, RunLock
+from worldforge.workspace.records import RunManifest, read_run_manifest
 
 
 def runs_dir(workspace_dir: str | Path) -> Path:
     return Path(workspace_dir) / "runs"
 
 
-def effective_status(run_dir: Path, manifest: dict[str, Any]) -> str:
+def effective_status(run_dir: Path, manifest: RunManifest) -> RunStatus:
     """The manifest status, except that a ``running`` run nobody holds the lock of is ``interrupted``."""
-    status = str(manifest.get("status"))
-    if status == "running" and not RunLock.is_locked(run_dir):
-        return "interrupted"
-    return status
+    if manifest.status == RunStatus.RUNNING and not RunLock.is_locked(run_dir):
+        return RunStatus.INTERRUPTED
+    return manifest.status
 
 
 def progress_counts(run_dir: Path) -> tuple[int, int]:
@@ -36,22 +37,24 @@ def progress_counts(run_dir: Path) -> tuple[int, int]:
     return items, events
 
 
-def run_summary(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def run_summary(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
+    """One ``runs list`` row: identity, effective status, digests and counts (from the files on disk
+    while the run is unfinished, see :func:`progress_counts`)."""
     status = effective_status(run_dir, manifest)
-    item_count = (manifest.get("items") or {}).get("count", 0)
-    event_count = manifest.get("event_count")
-    if status in ("running", "interrupted"):
+    item_count: int = manifest.items.count if manifest.items is not None else 0
+    event_count = manifest.event_count
+    if status in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
         item_count, event_count = progress_counts(run_dir)
     return {
-        "run_id": manifest.get("run_id"),
-        "kind": manifest.get("kind"),
-        "status": status,
-        "created_at": manifest.get("created_at"),
-        "command": manifest.get("command"),
-        "input_digest": manifest.get("input_digest"),
-        "result_digest": manifest.get("result_digest"),
+        "run_id": manifest.run_id,
+        "kind": manifest.kind,
+        "status": status.value,
+        "created_at": manifest.created_at,
+        "command": manifest.command,
+        "input_digest": manifest.input_digest,
+        "result_digest": manifest.result_digest,
         "item_count": item_count,
-        "artifact_count": len(manifest.get("artifacts") or []),
+        "artifact_count": len(manifest.artifacts or []),
         "event_count": event_count,
         "path": f"runs/{run_dir.name}",
     }
@@ -67,10 +70,10 @@ def list_runs(workspace_dir: str | Path, kind: str | None = None) -> list[dict[s
         if not run_dir.is_dir() or not (run_dir / MANIFEST_NAME).is_file():
             continue
         try:
-            manifest = load_manifest(run_dir)
+            manifest = read_run_manifest(run_dir)
         except WorldForgeError:
             continue
-        if kind and manifest.get("kind") != kind:
+        if kind and manifest.kind != kind:
             continue
         rows.append(run_summary(run_dir, manifest))
     return rows

@@ -14,19 +14,22 @@ from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.run_events import RunStatus
 from worldforge.workspace.eventlog import read_chain
 from worldforge.workspace.layout import (
+    ATTESTATION_NAME,
     EVENTS_NAME,
     LOCAL_DIR,
     LOCK_NAME,
     MANIFEST_NAME,
+    REQUEST_NAME,
     RESULT_PATH,
-    SCHEMA_VERSION,
     RunLock,
     compute_input_digest,
     items_digest,
     load_manifest,
 )
+from worldforge.workspace.records import RunManifest, schema_version_problem
 
 
 @dataclass
@@ -104,20 +107,23 @@ def verify_run(run_dir: Path, *, prefix: str = "", skip_paths: frozenset[str] = 
 
 def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: frozenset[str]) -> None:
     try:
-        manifest = load_manifest(run_dir)
+        raw = load_manifest(run_dir)
     except WorldForgeError as exc:
         report.add("manifest-unreadable", prefix + MANIFEST_NAME, str(exc))
         return
-    report.run_id = str(manifest.get("run_id"))
-    if manifest.get("schema_version") != SCHEMA_VERSION:
-        report.add(
-            "schema-version",
-            prefix + MANIFEST_NAME,
-            f"unsupported schema_version {manifest.get('schema_version')!r}",
-        )
-    if manifest.get("run_id") != run_dir.name:
+    report.run_id = str(raw.get("run_id"))
+    problem = schema_version_problem(raw.get("schema_version"))
+    if problem is not None:  # the fields of another schema cannot be checked against this one
+        report.add("schema-version", prefix + MANIFEST_NAME, problem)
+        return
+    try:
+        manifest = RunManifest.from_dict(raw, source=prefix + MANIFEST_NAME)
+    except WorldForgeError as exc:
+        report.add("manifest-malformed", prefix + MANIFEST_NAME, str(exc))
+        return
+    if manifest.run_id != run_dir.name:
         report.add("run-id-mismatch", prefix + MANIFEST_NAME, "run_id does not match the directory name")
-    status = str(manifest.get("status"))
+    status = manifest.status
 
     # Event chain ------------------------------------------------------------------
     events: list[dict[str, Any]] = []
@@ -135,11 +141,10 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
         terminal = chain.terminal
         if terminal is None:
             locked = RunLock.is_locked(run_dir) if not prefix else False
-            if status == "running" and locked:
-                status = "running"
+            if status == RunStatus.RUNNING and locked:
                 report.add("run-in-progress", prefix + EVENTS_NAME, "the run is still being written")
             else:
-                status = "interrupted" if status == "running" else status
+                status = RunStatus.INTERRUPTED if status == RunStatus.RUNNING else status
                 report.add(
                     "missing-terminal-event",
                     prefix + EVENTS_NAME,
@@ -149,20 +154,20 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
                 )
         else:
             recorded = (terminal.get("payload") or {}).get("status")
-            if recorded != manifest.get("status"):
+            if recorded != manifest.status.value:
                 report.add(
                     "status-mismatch",
                     prefix + MANIFEST_NAME,
-                    f"manifest status {manifest.get('status')!r} but the log ends with {recorded!r}",
+                    f"manifest status {manifest.status.value!r} but the log ends with {recorded!r}",
                 )
-            if manifest.get("event_count") != len(events) or manifest.get("event_chain_head") != chain.head:
+            if manifest.event_count != len(events) or manifest.event_chain_head != chain.head:
                 report.add(
                     "event-count-mismatch",
                     prefix + EVENTS_NAME,
-                    f"manifest records {manifest.get('event_count')} events / another chain head; "
+                    f"manifest records {manifest.event_count} events / another chain head; "
                     f"the log has {len(events)}",
                 )
-    report.status = status
+    report.status = status.value
 
     # Artifacts --------------------------------------------------------------------
     index: dict[str, dict[str, Any]] = {}
@@ -178,7 +183,7 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
                 )
                 continue
             index[path] = payload
-    for entry in manifest.get("artifacts") or []:
+    for entry in manifest.artifacts or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             report.add("manifest-malformed", prefix + MANIFEST_NAME, "an artifacts entry has no path")
             continue
@@ -198,21 +203,21 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
         rel = path.relative_to(run_dir).as_posix()
         if path.is_dir() or rel in (MANIFEST_NAME, EVENTS_NAME, LOCK_NAME) or rel.startswith(LOCAL_DIR + "/"):
             continue
-        if rel not in index and status in ("completed", "failed"):
+        if rel == ATTESTATION_NAME:  # checked by ``runs verify`` against its own subjects
+            continue
+        if rel == REQUEST_NAME:  # the request the run answers: outside every digest by design
+            continue
+        if rel not in index and status in (RunStatus.COMPLETED, RunStatus.FAILED):
             report.add("unindexed-file", prefix + rel, "file is not listed in the manifest or event log")
 
     # Digests ----------------------------------------------------------------------
-    config = manifest.get("config")
     manifest_intact = MANIFEST_NAME not in skip_paths  # a bundle may have redacted the manifest copy
-    if manifest_intact and digest_payload(config) != manifest.get("config_digest"):
+    if manifest_intact and digest_payload(manifest.config) != manifest.config_digest:
         report.add("config-digest-mismatch", prefix + MANIFEST_NAME, "config_digest does not match config")
     expected_input = compute_input_digest(
-        str(manifest.get("kind")),
-        config,
-        list(manifest.get("inputs") or []),
-        list(manifest.get("dataset_manifests") or []),
+        manifest.kind, manifest.config, manifest.inputs, manifest.dataset_manifests
     )
-    if manifest_intact and expected_input != manifest.get("input_digest"):
+    if manifest_intact and expected_input != manifest.input_digest:
         report.add(
             "input-digest-mismatch", prefix + MANIFEST_NAME, "input_digest does not match the recorded inputs"
         )
@@ -228,14 +233,17 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
         except (ValueError, KeyError, TypeError):
             report.add("item-unreadable", prefix + rel, "item record is not valid JSON with item_id/record")
     report.checked["items"] = len(items)
-    if status in ("completed", "failed") and not any(p.startswith("items/") for p in skip_paths):
-        if (manifest.get("items") or {}).get("digest") != items_digest(items):
+    if status in (RunStatus.COMPLETED, RunStatus.FAILED) and not any(
+        p.startswith("items/") for p in skip_paths
+    ):
+        recorded_items = manifest.items.digest if manifest.items is not None else None
+        if recorded_items != items_digest(items):
             report.add(
                 "items-digest-mismatch",
                 prefix + MANIFEST_NAME,
                 "items digest does not match the item records",
             )
-    if manifest.get("status") == "completed":
+    if manifest.status == RunStatus.COMPLETED:
         result_file = run_dir / RESULT_PATH
         if RESULT_PATH in skip_paths:
             pass
@@ -244,7 +252,7 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
         else:
             try:
                 payload = json.loads(result_file.read_text(encoding="utf-8"))
-                if digest_payload(payload) != manifest.get("result_digest"):
+                if digest_payload(payload) != manifest.result_digest:
                     report.add(
                         "result-digest-mismatch",
                         prefix + RESULT_PATH,

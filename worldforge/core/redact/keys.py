@@ -11,7 +11,9 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from worldforge.core.canonical import JSONObject
 
 SANITIZER_VERSION = "wf-sanitize/3"  # 3: decoded views, structured forms, leaf redaction under secret keys
 REDACTED = "[redacted]"
@@ -281,7 +283,7 @@ class Redaction:
     line: int
     count: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"rule": self.rule, "file": self.file, "line": self.line, "count": self.count}
 
 

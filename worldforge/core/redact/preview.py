@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.redact.engine import sanitize_text
 from worldforge.core.redact.keys import REDACTED, is_harmless_value, is_sensitive_key
 
@@ -25,20 +25,20 @@ PREVIEW_MAX_DEPTH = 4
 _TENSOR_KEY_RE = re.compile(r"tensor|array|embedding|logits|pixels|frames|matrix", re.I)
 
 
-def _shape(value: list[Any]) -> list[int] | None:
+def _shape(value: list[object]) -> list[int] | None:
     """Shape of a rectangular nested numeric list, or ``None`` when ragged / non-numeric."""
     if not value:
         return [0]
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         return [len(value)]
     if all(isinstance(v, list) for v in value):
-        inner = [_shape(v) for v in value]
+        inner = [_shape(v) for v in value if isinstance(v, list)]
         if inner[0] is not None and all(s == inner[0] for s in inner):
             return [len(value), *inner[0]]
     return None
 
 
-def _flat_numbers(value: Any) -> Iterable[float]:
+def _flat_numbers(value: object) -> Iterable[float]:
     if isinstance(value, list):
         for item in value:
             yield from _flat_numbers(item)
@@ -46,15 +46,15 @@ def _flat_numbers(value: Any) -> Iterable[float]:
         yield float(value)
 
 
-def _summarise_array(value: list[Any]) -> dict[str, Any]:
-    summary: dict[str, Any] = {
+def _summarise_array(value: list[object]) -> JSONObject:
+    summary: JSONObject = {
         "type": "array",
         "item_count": len(value),
         "nested": any(isinstance(item, (list, dict)) for item in value),
     }
     shape = _shape(value)
     if shape is not None:
-        summary["shape"] = shape
+        summary["shape"] = list[JSON](shape)
         numbers = [n for n in _flat_numbers(value) if math.isfinite(n)]
         if numbers:
             summary["min"] = min(numbers)
@@ -63,7 +63,7 @@ def _summarise_array(value: list[Any]) -> dict[str, Any]:
     return summary
 
 
-def _preview(value: Any, key: str, depth: int) -> Any:
+def _preview(value: object, key: str, depth: int) -> JSON:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -97,6 +97,7 @@ def _preview(value: Any, key: str, depth: int) -> Any:
         return out
     shape = getattr(value, "shape", None)
     if shape is not None:
+        dims: list[JSON]
         try:
             dims = [int(d) for d in shape]
         except (TypeError, ValueError):
@@ -105,7 +106,7 @@ def _preview(value: Any, key: str, depth: int) -> Any:
     return {"type": type(value).__name__, "preview": "non-json value omitted"}
 
 
-def metrics_preview(metrics: dict[str, Any]) -> dict[str, Any]:
+def metrics_preview(metrics: Mapping[str, object]) -> JSONObject:
     """A small, sanitized, JSON-native preview of a metrics dict for failure galleries.
 
     Strings are sanitized and capped at 240 characters; tensor-like arrays (key mentions

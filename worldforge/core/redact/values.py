@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.redact.engine import sanitize_text
 from worldforge.core.redact.forms import NAME_FIELDS, VALUE_FIELDS
 from worldforge.core.redact.keys import REDACTED, is_harmless_value, is_sensitive_key
@@ -30,7 +31,7 @@ _NAME_KEYS = frozenset(v for n in NAME_FIELDS for v in (n, n.capitalize(), n.upp
 _VALUE_KEYS = frozenset(v for n in VALUE_FIELDS for v in (n, n.capitalize(), n.upper()))
 
 
-def _names_setting(value: Any) -> bool:
+def _names_setting(value: object) -> TypeGuard[str]:
     return (
         isinstance(value, str) and _SETTING_NAME_RE.fullmatch(value) is not None and is_sensitive_key(value)
     )
@@ -44,7 +45,7 @@ def _split_key(key: str, parent: str | None) -> bool:
     return bool(words) and words[-1] in _KEY_PARENTS
 
 
-def _redact_leaves(value: Any) -> Any:
+def _redact_leaves(value: object) -> JSON:
     """Every leaf beneath a secret-named key: the structure stays readable, no value survives."""
     if isinstance(value, dict):
         return {sanitize_text(str(k)): _redact_leaves(v) for k, v in value.items()}
@@ -66,7 +67,7 @@ def _embedded_json(text: str) -> Any:
         return None
 
 
-def sanitize_value(value: Any, key: str | None = None, *, memo: dict[str, str] | None = None) -> Any:
+def sanitize_value(value: object, key: str | None = None, *, memo: dict[str, str] | None = None) -> Any:
     """Recursively sanitize a JSON-native value: keys, values, and strings that hold JSON themselves.
 
     Under a secret-named key a string becomes ``[redacted]`` (digests, numbers and placeholders
@@ -88,7 +89,7 @@ def _text(text: str, memo: dict[str, str]) -> str:
     return done
 
 
-def _walk(value: Any, key: str | None, memo: dict[str, str], parent: str | None = None) -> Any:
+def _walk(value: object, key: str | None, memo: dict[str, str], parent: str | None = None) -> Any:
     if key is not None and (is_sensitive_key(key) or _split_key(key, parent)):
         if isinstance(value, (dict, list, tuple)):
             return _redact_leaves(value)
@@ -100,7 +101,7 @@ def _walk(value: Any, key: str | None, memo: dict[str, str], parent: str | None 
         secret_pair = not _NAME_KEYS.isdisjoint(value) and any(
             _names_setting(value[k]) for k in _NAME_KEYS.intersection(value)
         )
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for k, v in value.items():
             name = _text(str(k), memo)
             held = secret_pair and k in _VALUE_KEYS
@@ -121,13 +122,13 @@ def _walk(value: Any, key: str | None, memo: dict[str, str], parent: str | None 
     return value
 
 
-def _walk_list(items: list[Any], memo: dict[str, str]) -> list[Any]:
+def _walk_list(items: list[object], memo: dict[str, str]) -> list[JSON]:
     """A list's items; a ``[NAME, value]`` pair or a value after a ``--password`` flag is a secret."""
     if len(items) == 2 and _names_setting(items[0]) and isinstance(items[1], str):
         if not is_harmless_value(items[1]):
             return [_text(items[0], memo), REDACTED]
-    out: list[Any] = []
-    previous: Any = None
+    out: list[JSON] = []
+    previous: object = None
     for item in items:
         flagged = isinstance(previous, str) and _is_secret_flag(previous)
         if flagged and isinstance(item, str) and not item.startswith("-") and not is_harmless_value(item):

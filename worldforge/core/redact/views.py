@@ -231,29 +231,6 @@ def decoded_layer(text: str) -> Iterator[Decoded]:
                 yield decoded
 
 
-def decoded_views(text: str, *, depth: int = 2) -> Iterator[Decoded]:
-    """Every decoded view of ``text`` that differs from it, nested up to ``depth`` layers.
-
-    Offsets of a nested view refer to its parent view's text, so callers that need original offsets
-    map back one layer at a time; the detector only needs line numbers, which escapes other than
-    ``\\n`` preserve closely enough to point at the right place.
-    """
-    frontier = [text]
-    for _ in range(depth):
-        nxt: list[str] = []
-        for current in frontier:
-            for view in VIEWS:
-                if not view.applies(current):
-                    continue
-                decoded = view.decode(current)
-                if decoded is not None:
-                    yield decoded
-                    nxt.append(decoded.text)
-        frontier = nxt
-        if not frontier:
-            return
-
-
 # ---------------------------------------------------------------------------------------- base64
 
 # A token may follow ``=`` (``auth=dXNlcjpwdw==``, ``BLOB=…``): an assignment, not base64 padding.
@@ -315,6 +292,5 @@ __all__ = [
     "b64_text",
     "b64_tokens",
     "decoded_layer",
-    "decoded_views",
     "looks_like_credential",
 ]

@@ -6,21 +6,25 @@ of work start, runs each stage, makes stage logs relative to the competition fol
 layout), and records a run: the folder's file digests before and after, one item per output file,
 the stage reports, and a result digest free of timestamps. ``run`` is any object with the run
 workspace's ``emit``/``add_input_value``/``record_item``/``write_artifact``/``complete`` methods, so
-this layer never imports the workspace.
+this layer never imports the workspace. :class:`StageRequest` is one invocation as data: the run
+records it, and ``runs resume`` rebuilds it to finish an interrupted stage run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.paths import portable_path
+from worldforge.core.run_events import StageFinished, StageStarted
 from worldforge.execution import executor_for
 from worldforge.execution.local import default_workers
 from worldforge.pcg.competition import scoring, stages
@@ -33,6 +37,91 @@ STAGE_NAMES = ("extract", "convert", "stability", "images", "similarity", "diver
 ALL_ORDER = ("extract", "convert", "stability", "images", "similarity", "diversity", "score")
 #: ``all`` runs the physics stages as one: each level is simulated once for stability and images.
 ALL_PLAN = ("extract", "convert", "physics", "similarity", "diversity", "score")
+#: Score-stage options that join the run config only when given (defaults leave it as it was).
+UNCERTAINTY_OPTIONS = ("uncertainty_resamples", "uncertainty_seed")
+#: The run kind a stage records; ``runs resume`` answers it with a :class:`StageRequest`.
+STAGE_KIND = "pcg-stage"
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """One ``pcg stage`` invocation, as the command line's options give it.
+
+    Paths are kept as given (a relative ``source`` is relative to where the command ran), so the
+    same request resumes from that directory with the same run configuration. ``workers``,
+    ``executor`` and ``ray_address`` say where levels run, never what comes out: they stay out of
+    the run configuration (see :func:`prepare_stage`).
+    """
+
+    stage: str
+    source: str
+    workers: int | None = None
+    physics_trials: int = 1
+    raw_images: bool = False
+    classifier: str | None = None
+    trials: int = 10
+    diversity_vector: str = "softmax"
+    exact: bool = False
+    models: Sequence[str] | None = None
+    baselines: Sequence[str] | None = None
+    zero_shot: str | None = None
+    uncertainty_resamples: int | None = None
+    uncertainty_seed: int | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:  # name lists as tuples: equal requests compare equal
+        for name in ("models", "baselines"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise WorldForgeError(f"pcg stage request: {name!r} must be a list of names.")
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+
+    def to_record(self) -> dict[str, Any]:
+        """The request as JSON (what a run records)."""
+        out = dataclasses.asdict(self)
+        for name in ("models", "baselines"):
+            if out[name] is not None:
+                out[name] = list(out[name])
+        return out
+
+    @classmethod
+    def from_record(cls, data: Any) -> StageRequest:
+        """The request :meth:`to_record` wrote; ``WorldForgeError`` for any other shape."""
+        if not isinstance(data, Mapping):
+            raise WorldForgeError("pcg stage request: not an object.")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise WorldForgeError(f"pcg stage request: unknown keys {', '.join(unknown)}.")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            kind = _RECORD_TYPES[name]
+            if value is None and name not in _REQUIRED:
+                values[name] = None
+            elif kind is list:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise WorldForgeError(f"pcg stage request: {name!r} must be a list of names.")
+                values[name] = tuple(value)
+            elif isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+                values[name] = value
+            else:
+                raise WorldForgeError(f"pcg stage request: {name!r} must be of type {kind.__name__}.")
+        missing = sorted(_REQUIRED - set(values))
+        if missing:
+            raise WorldForgeError(f"pcg stage request: missing {', '.join(missing)}.")
+        return cls(**values)
+
+
+_RECORD_TYPES: dict[str, type] = {
+    "stage": str, "source": str, "workers": int, "physics_trials": int, "raw_images": bool,
+    "classifier": str, "trials": int, "diversity_vector": str, "exact": bool, "models": list,
+    "baselines": list, "zero_shot": str, "uncertainty_resamples": int, "uncertainty_seed": int,
+    "executor": str, "ray_address": str,
+}  # fmt: skip
+_REQUIRED = frozenset({"stage", "source", "physics_trials", "raw_images", "trials", "diversity_vector",
+                       "exact", "executor"})  # fmt: skip
 
 
 def _report_dict(value: Any) -> Any:
@@ -80,6 +169,7 @@ def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progre
             models=opts.get("models"),
             baselines=opts.get("baselines"),
             zero_shot=opts.get("zero_shot"),
+            **{key: opts[key] for key in UNCERTAINTY_OPTIONS if key in opts},
         )
     else:
         raise StageError(f"unknown stage {name!r}.")
@@ -149,6 +239,51 @@ def score_selection(
     return selection
 
 
+def uncertainty_options(stage: str, resamples: int | None, seed: int | None) -> dict[str, int]:
+    """``--uncertainty-resamples`` / ``--uncertainty-seed`` as given, checked against the stage.
+
+    Only the options given are returned, so a run config without them (and its digest) stays
+    what it was before they existed; the score stage then applies its defaults.
+    """
+    given = {"uncertainty_resamples": resamples, "uncertainty_seed": seed}
+    chosen = {key: value for key, value in given.items() if value is not None}
+    for key, value in chosen.items():
+        option = "--" + key.replace("_", "-")
+        if stage not in ("score", "all"):
+            raise WorldForgeError(f"{option}: only the score or all stage takes it, not {stage!r}.")
+        if value < 0 or (key == "uncertainty_seed" and value >= 2**63):
+            raise WorldForgeError(f"{option}: must be a whole number >= 0 (and below 2**63), got {value}.")
+    return chosen
+
+
+def prepare_stage(request: StageRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The stage options and the run configuration of ``request``, every check done before any
+    stage runs (an unknown stage first, then the folder, then the score selection).
+
+    Only options given join the configuration: the configuration (and its digest) of an invocation
+    without them stays what it was before these options existed; ``workers`` never joins it.
+    """
+    plan_for(request.stage)
+    source = Path(request.source)
+    if not source.is_dir():
+        raise WorldForgeError(f"{source}: source folder does not exist.")
+    opts: dict[str, Any] = {
+        "workers": request.workers or default_workers(),
+        "physics_trials": request.physics_trials,
+        "raw_images": request.raw_images,
+        "classifier": request.classifier,
+        "trials": request.trials,
+        "diversity_vector": request.diversity_vector,
+        "exact": request.exact,
+    }
+    models = list(request.models) if request.models is not None else None
+    baselines = list(request.baselines) if request.baselines is not None else None
+    opts.update(score_selection(request.stage, source, models, baselines, request.zero_shot))
+    opts.update(uncertainty_options(request.stage, request.uncertainty_resamples, request.uncertainty_seed))
+    config = {k: v for k, v in opts.items() if k != "workers"} | {"stage": request.stage}
+    return opts, config
+
+
 def plan_for(stage: str) -> list[str]:
     """The stages ``stage`` runs, in order (``WorldForgeError`` for an unknown name)."""
     if stage not in STAGE_NAMES:
@@ -190,10 +325,10 @@ def run_stages(
     results: list[dict[str, Any]] = []
     for name in plan:
         if run is not None:
-            run.emit("stage.started", {"stage": name})
+            run.emit_event(StageStarted(stage=name))
         results.extend(source_relative_logs(run_stage(name, source, opts, progress), source))
         if run is not None:
-            run.emit("stage.finished", {"stage": name})
+            run.emit_event(StageFinished(stage=name))
     if run is not None:
         outputs = stage_outputs(source)
         for rel, digest in outputs.items():
@@ -206,13 +341,18 @@ def run_stages(
 __all__ = [
     "ALL_ORDER",
     "ALL_PLAN",
+    "STAGE_KIND",
     "STAGE_NAMES",
+    "UNCERTAINTY_OPTIONS",
+    "StageRequest",
     "digested_stages",
     "plan_for",
+    "prepare_stage",
     "run_stage",
     "run_stages",
     "score_selection",
     "source_relative_logs",
     "stage_executor",
     "stage_outputs",
+    "uncertainty_options",
 ]

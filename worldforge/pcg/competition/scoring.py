@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_json, atomic_write_text
 from worldforge.pcg.competition.stages import (
@@ -43,14 +44,18 @@ from worldforge.pcg.scoring.report import (
 from worldforge.pcg.scoring.scores import (
     CompetitionScores,
     ProgramData,
+    Ranking,
     combine_models,
     rank_programs,
     ranking_for,
     score_competition,
 )
+from worldforge.pcg.scoring.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, uncertainty_for
 from worldforge.pcg.similarity.classifier import load_classifier
 
 STAGES = ("similarity", "diversity", "score")
+#: Beside the official result files; never one of them (those stay byte-identical to the script's).
+UNCERTAINTY_FILE = "ranking_uncertainty.json"
 
 
 @dataclass
@@ -58,10 +63,15 @@ class ScoreStageReport(StageReport):
     """The score stage's outcome: the usual counters plus our report payload."""
 
     report: dict[str, Any] = field(default_factory=dict)
+    #: ``result/ranking_uncertainty.json``'s path (relative to the source), digest and winner
+    #: sentence; ``None`` when it was turned off (and then absent from :meth:`to_dict`).
+    uncertainty: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["report"] = self.report
+        if self.uncertainty is not None:
+            out["ranking_uncertainty"] = self.uncertainty
         return out
 
 
@@ -432,6 +442,39 @@ def check_score_selection(
                 )
 
 
+def write_uncertainty(
+    out_dir: Path,
+    results: Mapping[str, CompetitionScores],
+    ranking: Ranking,
+    *,
+    resamples: int,
+    seed: int,
+) -> tuple[dict[str, Any] | None, Path | None]:
+    """Write ``out_dir/ranking_uncertainty.json`` (``resamples == 0``: remove a stale one instead).
+
+    Returns the summary the stage report carries (file, payload digest, winner sentence or why
+    there are no intervals) and the written path. A file left by an earlier scoring is removed
+    when the uncertainty is off, so ``result/`` never shows intervals of other numbers.
+    """
+    path = out_dir / UNCERTAINTY_FILE
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise WorldForgeError(f"--uncertainty-resamples: must be a whole number >= 0, got {resamples!r}.")
+    if resamples == 0:
+        path.unlink(missing_ok=True)
+        return None, None
+    result = uncertainty_for(results, ranking, resamples=resamples, seed=seed)
+    payload = result.to_dict()
+    written = atomic_write_json(path, payload)
+    summary = {
+        "file": f"{out_dir.name}/{UNCERTAINTY_FILE}",
+        "digest": digest_payload(payload),
+        "resamples": resamples,
+        "seed": seed,
+        "sentence": result.winner.sentence if result.winner is not None else result.reason,
+    }
+    return summary, written
+
+
 def stage_score(
     source: Path,
     *,
@@ -441,6 +484,8 @@ def stage_score(
     models: Sequence[str] | None = None,
     baselines: Sequence[str] | None = None,
     zero_shot: str | None = None,
+    uncertainty_resamples: int = DEFAULT_RESAMPLES,
+    uncertainty_seed: int = DEFAULT_SEED,
 ) -> ScoreStageReport:
     """Score ``source`` and write ``source/result/`` (official files + ``report.json``/``.md``).
 
@@ -450,6 +495,10 @@ def stage_score(
     numbers are the aggregates (:func:`models_report_payload`). Baselines default
     to folders named ``baseline*``; the zero-shot baseline to ``baseline_zero_shot``. Names that
     do not match the folder raise :class:`WorldForgeError` first (:func:`check_score_selection`).
+
+    ``source/result/ranking_uncertainty.json`` holds the ranking's uncertainty over all models
+    (:mod:`worldforge.pcg.scoring.uncertainty`: ``uncertainty_resamples`` letter draws from
+    ``uncertainty_seed``; ``0`` turns it off); the official files do not change with it.
     """
     source = Path(source)
     check_score_selection(source, models=models, baselines=baselines, zero_shot=zero_shot)
@@ -461,6 +510,7 @@ def stage_score(
         payload, written = write_results(
             source / "result", result, ranking, classifier=_classifier_identity(source)
         )
+        assessed: Mapping[str, CompetitionScores] = {"": result}
     else:
         per_model: dict[str, CompetitionScores] = {}
         classifier = None
@@ -486,6 +536,11 @@ def stage_score(
         payload["note"] = "weights, trial and character scores are per model (see <model>/result/)"
         written.append(atomic_write_json(source / "result" / "report.json", payload))
         written.append(atomic_write_text(source / "result" / "report.md", report_markdown(payload)))
+        assessed = per_model
+    stage.uncertainty, extra = write_uncertainty(
+        source / "result", assessed, ranking, resamples=uncertainty_resamples, seed=uncertainty_seed
+    )
+    written.extend([extra] if extra is not None else [])
     stage.report = payload
     stage.outputs = written
     stage.succeeded = len(payload["programs"])
@@ -494,6 +549,7 @@ def stage_score(
 
 __all__ = [
     "STAGES",
+    "UNCERTAINTY_FILE",
     "check_score_selection",
     "image_files",
     "ScoreStageReport",
@@ -503,4 +559,5 @@ __all__ = [
     "stage_diversity",
     "stage_score",
     "stage_similarity",
+    "write_uncertainty",
 ]

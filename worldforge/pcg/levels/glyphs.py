@@ -17,7 +17,6 @@ draws a few glyph variants and keeps the most letter-like buildable one.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.seeds import variant_rng
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import (
     GRID_HEIGHT,
@@ -221,12 +221,6 @@ def letter_grid(
     return tuple(tuple(row) for row in cells)
 
 
-def variant_rng(letter: str, seed: int, variant: str = "") -> random.Random:
-    """A ``random.Random`` seeded from a digest of ``(letter, seed, variant)`` (platform stable)."""
-    material = f"worldforge.pcg.glyphs|{letter}|{seed}|{variant}".encode()  # salt predates the move: keep
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
-
-
 CANDIDATES = 6
 """Glyph variants drawn per ``(letter, seed, variant)``; the one needing the fewest supports wins."""
 
@@ -399,5 +393,4 @@ __all__ = [
     "letter_program",
     "letter_target",
     "letter_variant",
-    "variant_rng",
 ]

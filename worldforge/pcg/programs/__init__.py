@@ -1,9 +1,4 @@
-"""Programs: what a competitor submits. Prompt folders (``prompt``) are re-exported here, so
-``from worldforge.pcg.programs import load_program`` keeps working; Python ``TrialLoop``
-submissions live in ``submission``.
+"""Programs: what a competitor submits. Prompt folders live in ``prompt``, Python ``TrialLoop``
+submissions in ``submission``, the teams of a field folder in ``field`` and the static
+qualification rules in ``qualify``; import each name from its module.
 """
-
-from worldforge.pcg.programs import prompt
-from worldforge.pcg.programs.prompt import *  # noqa: F403 - the face is the module's public API
-
-__all__ = list(prompt.__all__)

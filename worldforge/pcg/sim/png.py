@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: The 8 bytes every PNG starts with, and its last 8: the IEND chunk's type and CRC (an empty
 #: chunk, so always the same). A file with both was written to the end.
@@ -103,7 +104,7 @@ def _adler_zero_rows(value: int, n_rows: int, row_bytes: int) -> int:
     return (b << 16) | a
 
 
-def encode_png(rgba: Any) -> bytes:
+def encode_png(rgba: ArrayLike) -> bytes:
     """PNG bytes of an (h, w, 4) uint8 RGBA array (8-bit RGBA, no metadata chunks)."""
 
     pixels = np.ascontiguousarray(rgba, dtype=np.uint8)
@@ -115,7 +116,7 @@ def encode_png(rgba: Any) -> bytes:
     return encode_rows(pixels if new.all() else pixels[new], new)
 
 
-def encode_rows(distinct: Any, new: Any) -> bytes:
+def encode_rows(distinct: ArrayLike, new: ArrayLike) -> bytes:
     """:func:`encode_png` of the image whose rows flagged in ``new`` are ``distinct`` (in order,
     ``(k, w, 4)`` uint8) and every other row repeats the row above (``new[0]`` must be set).
 

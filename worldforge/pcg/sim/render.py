@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from PIL import Image, ImageDraw
 
 from worldforge.core.errors import WorldForgeError
@@ -85,7 +86,9 @@ def _scene(source: StabilityResult | Level | str | bytes) -> list[tuple[LevelObj
     return [(o, o.x, o.y, o.rotation) for o in level.blocks]
 
 
-def _corner_arrays(scene: list[tuple[LevelObject, float, float, float]], sizes: Any) -> Any:
+def _corner_arrays(
+    scene: list[tuple[LevelObject, float, float, float]], sizes: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """:func:`_corners` of every object at once: ``(n, 4, 2)`` float64, the same operations in
     the same order on the same doubles (cosine and sine from :mod:`math`, as there), so the same
     values bit for bit; a render has dozens of blocks and this ran once per block in Python."""
@@ -115,7 +118,8 @@ def structure_bounds(scene: list[tuple[LevelObject, float, float, float]]) -> Bo
     return (float(lo[:, 0].min()), float(lo[:, 1].min()), float(hi[:, 0].max()), float(hi[:, 1].max()))
 
 
-Spans = tuple[Any, Any, Any]  # rows (0 = top), first column, end column (exclusive), int64 arrays
+#: Rows (0 = top), first column, end column (exclusive), as int64 arrays of one length.
+Spans = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
 
 
 def _spans(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | None) -> Spans | None:
@@ -174,7 +178,7 @@ def _spans(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | N
     return (INNER - 1) - rows[keep], i0[keep], i1[keep]
 
 
-def _coverage(spans: Spans) -> tuple[int, int, Any]:
+def _coverage(spans: Spans) -> tuple[int, int, NDArray[np.bool_]]:
     """``(top row, left column, boolean window)``: the covered pixels inside the spans' bounding box.
 
     Spans are painted with a difference array (+1 at a span's start, -1 at its end; ``add.at`` so
@@ -196,17 +200,6 @@ def _coverage(spans: Spans) -> tuple[int, int, Any]:
     return r_lo, c_lo, cover
 
 
-def black_mask(scene: list[tuple[LevelObject, float, float, float]], bounds: Box | None = None) -> Any:
-    """824x824 boolean mask (row 0 = top) of pixels covered by OCR sprites."""
-
-    mask = np.zeros((INNER, INNER), dtype=bool)
-    spans = _spans(scene, bounds)
-    if spans is not None:
-        r_lo, c_lo, cover = _coverage(spans)
-        mask[r_lo : r_lo + cover.shape[0], c_lo : c_lo + cover.shape[1]] = cover
-    return mask
-
-
 @dataclass(frozen=True)
 class RenderRows:
     """The similarity image as its distinct rows: ``distinct`` is ``(k, 1024, 4)`` uint8 RGBA, one
@@ -218,20 +211,20 @@ class RenderRows:
     rows again cost more than drawing the render itself.
     """
 
-    distinct: Any
-    new: Any
+    distinct: NDArray[np.uint8]
+    new: NDArray[np.bool_]
 
     @property
-    def row_of(self) -> Any:
+    def row_of(self) -> NDArray[np.intp]:
         """Index into ``distinct`` of every image row."""
         return np.cumsum(self.new, dtype=np.intp) - 1
 
-    def array(self) -> Any:
+    def array(self) -> NDArray[np.uint8]:
         """The full ``(1024, 1024, 4)`` uint8 image."""
         return np.take(self.distinct, self.row_of, axis=0)
 
 
-def _row_intervals(spans: Spans) -> Any:
+def _row_intervals(spans: Spans) -> NDArray[np.int32]:
     """Each texture row's covered columns as sorted, disjoint ``[begin, end)`` pairs, padded with
     -1: ``(INNER, 2 m)`` int32, equal rows exactly when their pixels are equal.
 
@@ -288,7 +281,7 @@ def render_rows(source: StabilityResult | Level | str | bytes) -> RenderRows:
     return RenderRows(pixels.view(np.uint8).reshape(len(pairs), IMAGE_SIZE, 4), new)
 
 
-def render_array(source: StabilityResult | Level | str | bytes) -> Any:
+def render_array(source: StabilityResult | Level | str | bytes) -> NDArray[np.uint8]:
     """The similarity image as a (1024, 1024, 4) uint8 RGBA array (see :func:`render_level`)."""
 
     return render_rows(source).array()
@@ -304,7 +297,7 @@ def render_level(source: StabilityResult | Level | str | bytes) -> Image.Image:
     return Image.fromarray(render_array(source), mode="RGBA")
 
 
-def encode_png(rgba: Any) -> bytes:
+def encode_png(rgba: ArrayLike) -> bytes:
     """Deterministic PNG of an (h, w, 4) uint8 array (see :mod:`worldforge.pcg.sim.png`)."""
 
     return _encode(rgba)
@@ -378,7 +371,6 @@ def render_color(source: StabilityResult | Level | str | bytes, *, size: int = 5
 
 __all__ = [
     "RenderRows",
-    "black_mask",
     "encode_png",
     "png_bytes",
     "render_array",

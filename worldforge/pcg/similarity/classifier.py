@@ -35,17 +35,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 from PIL import Image
 
 from worldforge import heavy
 from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.similarity.classifier_input import rows_from_array, rows_from_image, rows_from_png
-from worldforge.pcg.similarity.prep import PrepSpec, shortcut_values
+from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_image, rows_from_png
+from worldforge.pcg.similarity.prep import PrepSpec, ShortcutTable, shortcut_values
+
+if TYPE_CHECKING:  # torch loads lazily, through worldforge.heavy
+    from worldforge.heavy import Module, Tensor
 
 OFFICIAL_MODEL_ID = "pittawat/vit-base-uppercase-english-characters"
 BUNDLED_ID = "worldforge/letter-classifier"
@@ -257,7 +262,7 @@ def load_classifier(
     return LetterClassifier(model, processor, ident=ident, weights_digest=digest, device=device)
 
 
-def _relu_in_place(model: Any) -> None:
+def _relu_in_place(model: Module) -> None:
     """Let the model's ReLUs overwrite their input: bit for bit the same values where nothing reads
     the input again (``_INPLACE_RELU_TYPES``), and an eighth off the bundled model's CPU forward
     pass (allocating each activation cost more than the ReLU)."""
@@ -267,7 +272,7 @@ def _relu_in_place(model: Any) -> None:
             module.inplace = True
 
 
-def _has_conv(model: Any) -> bool:
+def _has_conv(model: Module) -> bool:
     torch = heavy.torch()
     return any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
 
@@ -279,20 +284,6 @@ def _hub_weights_digest(repo: str) -> str:
         if isinstance(path, str) and Path(path).is_file():
             return digest_file(path)
     raise WorldForgeError(f"classifier {repo}: loaded, but its weights file is not in the local cache.")
-
-
-@dataclass(frozen=True)
-class _TablePath:
-    """Processor shortcut: Pillow resize to ``size`` (w, h) with ``resample``, then ``table``.
-
-    ``table[c, v]`` is the processor's own output for value ``v`` in channel ``c`` after resizing;
-    ``uniform`` when the three channels' tables are equal (mean and std the same for all).
-    """
-
-    size: tuple[int, int]
-    resample: int
-    table: Any
-    uniform: bool
 
 
 class LetterClassifier:
@@ -326,7 +317,7 @@ class LetterClassifier:
         """``{id, weights_digest}``: what every report names."""
         return {"id": self.id, "weights_digest": self.weights_digest}
 
-    def _table_path(self) -> _TablePath | None:
+    def _table_path(self) -> ShortcutTable | None:
         """The processor shortcut when the processor config is one whose output it reproduces.
 
         That is a Pillow-backed ViT processor resizing to a fixed height and width with a
@@ -353,9 +344,9 @@ class LetterClassifier:
         if table is None:
             return None
         uniform = bool((table == table[0]).all())
-        return _TablePath((int(width), int(height)), int(resample), table, uniform)
+        return ShortcutTable((int(width), int(height)), int(resample), table, uniform)
 
-    def _value_table(self, width: int, height: int) -> Any | None:
+    def _value_table(self, width: int, height: int) -> NDArray[np.float32] | None:
         """``(3, 256)`` processor output per channel value, from target-size images (no resize).
 
         ``None`` unless equal values give equal outputs wherever they occur, as a per-value
@@ -422,19 +413,19 @@ class LetterClassifier:
         return None
 
     @staticmethod
-    def _same(mine: Any, theirs: Any) -> bool:
+    def _same(mine: NDArray[np.float32], theirs: NDArray[np.float32]) -> bool:
 
         if mine.ndim == 2:
             mine = np.repeat(mine[:, :, None], 3, axis=2)
         return bool(mine.dtype == theirs.dtype and np.array_equal(mine, theirs))
 
-    def _shortcut(self, rows: Any, split: bool) -> Any:
+    def _shortcut(self, rows: Rows, split: bool) -> NDArray[np.float32]:
         """float32 pixel values of ``rows`` (:func:`~worldforge.pcg.similarity.prep.shortcut_values`)."""
         assert self._table is not None
         t = self._table
         return shortcut_values(rows, t.size, t.resample, t.table, t.uniform, split)
 
-    def prep_spec(self, channels: int, size: tuple[int, int]) -> Any | None:
+    def prep_spec(self, channels: int, size: tuple[int, int]) -> PrepSpec | None:
         """A picklable :class:`~worldforge.pcg.similarity.prep.PrepSpec` for images of this layout
         and (width, height), so workers can prepare inputs; ``None`` where the shortcut is not verified."""
         split = self._shortcut_mode(channels, size) if self._table is not None else None
@@ -485,14 +476,14 @@ class LetterClassifier:
                 return values
         return image if image.mode == "RGB" else image.convert("RGB")
 
-    def _shortcut_or_none(self, rows: Any) -> Any | None:
+    def _shortcut_or_none(self, rows: Rows | None) -> NDArray[np.float32] | None:
         """:meth:`_shortcut` of ``rows`` where the check allows it, else ``None``."""
         if rows is None:
             return None
         split = self._shortcut_mode(rows.channels, rows.size)
         return None if split is None else self._shortcut(rows, split)
 
-    def _pixel_values(self, prepared: list[Any], batch_size: int, torch: Any) -> Any:
+    def _pixel_values(self, prepared: list[Any], batch_size: int, torch: ModuleType) -> Tensor:
         """``(batch_size, 3, h, w)`` float32: prepared inputs, then zero padding.
 
         Shortcut inputs are already pixel values; the rest go through the processor.
@@ -558,7 +549,7 @@ class LetterClassifier:
                 pool.shutdown(cancel_futures=True)
         return Classification(out)
 
-    def _forward(self, pixel_values: Any, embedding: bool, torch: Any) -> list[Prediction]:
+    def _forward(self, pixel_values: Tensor, embedding: bool, torch: ModuleType) -> list[Prediction]:
         captured: list[Any] = []
         hook = None
         head = getattr(self.model, "classifier", None)

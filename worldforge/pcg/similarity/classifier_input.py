@@ -31,10 +31,11 @@ from __future__ import annotations
 import ctypes
 import struct
 import zlib
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import PIL
+from numpy.typing import NDArray
 from PIL import Image
 
 from worldforge.pcg.sim.png import PNG_SIGNATURE
@@ -55,8 +56,8 @@ class Rows(NamedTuple):
     an ignored fourth byte); ``row_of`` has one entry per image row.
     """
 
-    distinct: Any
-    row_of: Any
+    distinct: NDArray[np.uint8]
+    row_of: NDArray[np.intp]
 
     @property
     def size(self) -> tuple[int, int]:
@@ -109,7 +110,7 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def pixels_of(image: Any) -> Any | None:
+def pixels_of(image: Image.Image) -> NDArray[np.uint8] | None:
     """Read-only ``(h, w, bands)`` uint8 view of a Pillow image's memory, or ``None``.
 
     Uses the image's Arrow export (Pillow >= 11.2), which shares memory instead of copying 4 MB the
@@ -143,13 +144,15 @@ def pixels_of(image: Any) -> Any | None:
     if data.n_buffers != 2 or not data.buffers[1] or count == 0:
         return None
     buffer = (ctypes.c_uint8 * (count * bands)).from_address(data.buffers[1])
-    buffer._keepalive = (schema_capsule, array_capsule)  # released with the view
-    view = np.frombuffer(buffer, dtype=np.uint8).reshape(height, width, bands)
+    # The capsules own the memory: the buffer holds them, the view holds the buffer (through the
+    # memoryview), so they are released with the view.
+    buffer.__dict__["_keepalive"] = (schema_capsule, array_capsule)
+    view = np.frombuffer(memoryview(buffer), dtype=np.uint8).reshape(height, width, bands)
     view.flags.writeable = False
     return view
 
 
-def rows_from_array(pixels: Any) -> Rows:
+def rows_from_array(pixels: NDArray[np.uint8]) -> Rows:
     """:class:`Rows` of an ``(h, w, c)`` uint8 array: each row compared with the row above."""
     height = pixels.shape[0]
     flat = pixels.reshape(height, -1)
@@ -164,14 +167,14 @@ def rows_from_array(pixels: Any) -> Rows:
     return _collapse(pixels, new)
 
 
-def _collapse(pixels: Any, new: Any) -> Rows:
+def _collapse(pixels: NDArray[np.uint8], new: NDArray[np.bool_]) -> Rows:
     """Keep the rows flagged ``new`` (each unflagged row equals the row above it)."""
     keep = np.flatnonzero(new)
     distinct = pixels if len(keep) == len(new) else np.take(pixels, keep, axis=0)
     return Rows(distinct, np.cumsum(new, dtype=np.intp) - 1)
 
 
-def arrow_export_safe(image: Any, pillow: tuple[int, ...] | None = None) -> bool:
+def arrow_export_safe(image: Image.Image, pillow: tuple[int, ...] | None = None) -> bool:
     """Whether ``image.__arrow_c_array__()`` may be called in this Pillow (``pillow``: its version).
 
     Pillow 11.2 leaks every image it exports (python-pillow/Pillow#8950: 1.2 GB after 300 renders
@@ -185,7 +188,7 @@ def arrow_export_safe(image: Any, pillow: tuple[int, ...] | None = None) -> bool
     return version >= (13, 0) or not getattr(image, "readonly", 0)
 
 
-def rows_from_image(image: Any) -> Rows | None:
+def rows_from_image(image: Image.Image) -> Rows | None:
     """:class:`Rows` of an L/RGB/RGBA/RGBX Pillow image, read in place where Pillow can export it
     (:func:`pixels_of`) and from one copy (``np.asarray``) where it cannot; ``None`` for other modes."""
     pixels = pixels_of(image)
@@ -259,8 +262,8 @@ def _inflate_rows(stream: bytes, width: int, height: int, channels: int) -> Rows
     block = max(1, _INFLATE_BLOCK // stride)
     inflater = zlib.decompressobj()
     pending = stream
-    kept: list[Any] = []
-    kinds: list[Any] = []
+    kept: list[NDArray[np.uint8]] = []
+    kinds: list[NDArray[np.uint8]] = []
     new = np.empty(height, dtype=bool)
     done = 0
     try:
@@ -289,7 +292,9 @@ def _inflate_rows(stream: bytes, width: int, height: int, channels: int) -> Rows
     return _unfilter(np.concatenate(kept), np.concatenate(kinds), new, width, channels)
 
 
-def _unfilter(body: Any, kinds: Any, new: Any, width: int, channels: int) -> Rows:
+def _unfilter(
+    body: NDArray[np.uint8], kinds: NDArray[np.uint8], new: NDArray[np.bool_], width: int, channels: int
+) -> Rows:
     """Rebuild the kept rows (filter bytes ``kinds``); ``new`` flags which image rows were kept."""
     rows = body.reshape(len(body), width, channels)
     sub = kinds == _FILTER_SUB
@@ -304,7 +309,7 @@ def _unfilter(body: Any, kinds: Any, new: Any, width: int, channels: int) -> Row
     return Rows(values.distinct, values.row_of[np.cumsum(new, dtype=np.intp) - 1])
 
 
-def _image(pixels: Any) -> Any:
+def _image(pixels: NDArray[np.uint8]) -> Image.Image:
     """A Pillow image over an ``(h, w)`` or ``(h, w, c)`` uint8 array (shared memory for L, RGBX)."""
 
     if pixels.ndim == 3 and pixels.shape[2] == 1:
@@ -314,13 +319,13 @@ def _image(pixels: Any) -> Any:
     return Image.frombuffer(mode, (pixels.shape[1], pixels.shape[0]), data, "raw", mode, 0, 1)
 
 
-def _grey(pixels: Any) -> bool:
+def _grey(pixels: NDArray[np.uint8]) -> bool:
     """Whether the first three channels of an ``(h, w, c)`` array are equal everywhere."""
     red = pixels[:, :, 0]
     return bool(np.array_equal(red, pixels[:, :, 1]) and np.array_equal(red, pixels[:, :, 2]))
 
 
-def resize_rows(rows: Rows, size: tuple[int, int], resample: int, *, split: bool = True) -> Any:
+def resize_rows(rows: Rows, size: tuple[int, int], resample: int, *, split: bool = True) -> NDArray[np.uint8]:
     """Pillow's resize of the RGB image ``rows`` describes to ``size`` (w, h), as uint8.
 
     ``(h, w, 3)``, or ``(h, w)`` when all three channels of the result are equal (grey images).

@@ -13,11 +13,25 @@ reads the same rows either way).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from worldforge.pcg.similarity.classifier_input import Rows, resize_rows, rows_from_array
+
+
+@dataclass(frozen=True)
+class ShortcutTable:
+    """Processor shortcut: Pillow resize to ``size`` (w, h) with ``resample``, then ``table``.
+
+    ``table[c, v]`` is the processor's own output for value ``v`` in channel ``c`` after resizing;
+    ``uniform`` when the three channels' tables are equal (mean and std the same for all).
+    """
+
+    size: tuple[int, int]
+    resample: int
+    table: NDArray[np.float32]
+    uniform: bool
 
 
 @dataclass(frozen=True)
@@ -27,7 +41,7 @@ class PrepSpec:
 
     size: tuple[int, int]
     resample: int
-    table: Any
+    table: NDArray[np.float32]
     uniform: bool
     split: bool
     channels: int
@@ -40,17 +54,17 @@ class PreparedPng(bytes):
     A classifier that reads PNG bytes still can (these are the bytes); ``LetterClassifier`` takes
     ``prepared_values`` instead of decoding them."""
 
-    prepared_values: Any
+    prepared_values: NDArray[np.float32]
 
-    def __new__(cls, data: bytes, values: Any) -> PreparedPng:
+    def __new__(cls, data: bytes, values: NDArray[np.float32]) -> PreparedPng:
         obj = super().__new__(cls, data)
         obj.prepared_values = values
         return obj
 
 
 def shortcut_values(
-    rows: Any, size: tuple[int, int], resample: int, table: Any, uniform: bool, split: bool
-) -> Any:
+    rows: Rows, size: tuple[int, int], resample: int, table: NDArray[np.float32], uniform: bool, split: bool
+) -> NDArray[np.float32]:
     """float32 pixel values of ``rows`` via resize + value table: ``(h, w, 3)``, or ``(h, w)``
     when all three channels hold the same values (a grey image and a uniform table)."""
 
@@ -63,7 +77,7 @@ def shortcut_values(
     return out
 
 
-def prepare_pixels(pixels: Any, spec: PrepSpec) -> Any | None:
+def prepare_pixels(pixels: NDArray[np.uint8], spec: PrepSpec) -> NDArray[np.float32] | None:
     """The model's pixel values (float32 ``(h, w, 3)`` or ``(h, w)``) of an ``(h, w, c)`` uint8
     image, or ``None`` when ``spec`` was not verified for its layout (the PNG is read instead)."""
 
@@ -75,7 +89,7 @@ def prepare_pixels(pixels: Any, spec: PrepSpec) -> Any | None:
     return shortcut_values(rows, spec.size, spec.resample, spec.table, spec.uniform, spec.split)
 
 
-def prepare_rows(rows: Rows, spec: PrepSpec) -> Any | None:
+def prepare_rows(rows: Rows, spec: PrepSpec) -> NDArray[np.float32] | None:
     """:func:`prepare_pixels` of the image ``rows`` describes (a renderer that knows its distinct
     rows need not build the whole image; the values are the same)."""
 
@@ -85,4 +99,4 @@ def prepare_rows(rows: Rows, spec: PrepSpec) -> Any | None:
     return shortcut_values(rows, spec.size, spec.resample, spec.table, spec.uniform, spec.split)
 
 
-__all__ = ["PrepSpec", "PreparedPng", "prepare_pixels", "prepare_rows", "shortcut_values"]
+__all__ = ["PrepSpec", "PreparedPng", "ShortcutTable", "prepare_pixels", "prepare_rows", "shortcut_values"]

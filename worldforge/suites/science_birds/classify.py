@@ -23,7 +23,7 @@ from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
-from worldforge.execution import StatefulPool, stateful_pool
+from worldforge.execution import NodeFuture, StatefulPool, stateful_pool
 from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.suites.science_birds.config import Classifier
 from worldforge.suites.science_birds.stage_cache import StageCache
@@ -141,7 +141,7 @@ class ItemClassifier:
         """Every item's vectors (waits for an actor's batch, then caches it)."""
         if pending.future is not None:
             self._store(pending, pending.future.result())
-            pending.node = getattr(pending.future, "node", None)
+            pending.node = pending.future.node if isinstance(pending.future, NodeFuture) else None
             pending.future = None
         return pending.vectors
 

@@ -16,12 +16,15 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
 from rich.text import Text
 
-from worldforge.config import project_config
+from worldforge.config import Price, parse_pricing, project_config
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program, resolve_programs
-from worldforge.pcg.similarity.classifier import load_classifier
-from worldforge.providers.openai_settings import check_base_urls
+from worldforge.pcg.scoring.uncertainty import DEFAULT_RESAMPLES as UNCERTAINTY_RESAMPLES
+from worldforge.pcg.scoring.uncertainty import DEFAULT_SEED as UNCERTAINTY_SEED
+from worldforge.pcg.similarity.classifier import LetterClassifier, load_classifier
+from worldforge.pcg.similarity.prep import PrepSpec
+from worldforge.providers.registry import check_provider_options
 from worldforge.suites.science_birds.field import qualify_programs
 
 DEFAULT_TRIALS = 10
@@ -107,6 +110,42 @@ def _index_url(value: Any) -> str | None:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class ScienceBirdsOptions:
+    """The options ``worldforge eval --suite science-birds`` takes from the command line, by key.
+
+    ``--suite-option KEY=VALUE`` is checked against these fields (an unknown key or a value of the
+    wrong type stops before the run), and each named flag is an alias of one key: ``--program``
+    gives ``programs``, ``--programs`` gives ``field``, ``--seed`` gives ``seed``, and every other
+    flag is its key with dashes. The values are validated when :class:`SuiteConfig` reads them.
+    """
+
+    programs: list[str] | None = None
+    field: list[str] | None = None
+    trials: int | None = None
+    characters: str | None = None
+    classifier: str | None = None
+    workers: int | None = None
+    diversity_vector: str | None = None
+    seed: int | None = None
+    ollama_host: str | list[str] | None = None
+    openai_base_url: str | list[str] | None = None
+    max_connections: int | None = None
+    executor: str | None = None
+    ray_address: str | None = None
+    no_install: bool | None = None
+    sandbox: str | None = None
+    keep_unserved_replies: bool | None = None
+    run_unqualified: bool | None = None
+    #: A folder of wheels, made absolute (submission environments are built elsewhere).
+    wheelhouse: Path | None = None
+    #: Letter draws of the ranking's bootstrap (0 turns the intervals off) and their seed.
+    uncertainty_resamples: int | None = None
+    uncertainty_seed: int | None = None
+    #: Stop generation before the run's prompt+completion tokens would pass this (resumable).
+    max_run_tokens: int | None = None
+
+
 @dataclass(frozen=True)
 class SuiteConfig:
     """The suite's options after validation (bad values fail before any model is called)."""
@@ -129,6 +168,17 @@ class SuiteConfig:
     #: One row per submission team checked before the run (``--programs``, submission
     #: ``--program`` values): qualified or not, why, whether it ran. Empty without submissions.
     qualification: tuple[dict[str, Any], ...] = ()
+    #: Letter draws of the ranking's bootstrap (:mod:`worldforge.pcg.scoring.uncertainty`; 0: no
+    #: intervals) and the seed that fixes them, so the intervals are part of the reproducible result.
+    uncertainty_resamples: int = UNCERTAINTY_RESAMPLES
+    uncertainty_seed: int = UNCERTAINTY_SEED
+    #: Per-model token prices (the ``pricing`` option, else ``pricing:`` in the project
+    #: configuration); ``None``: the run is not priced. A priced run must price every model.
+    pricing: dict[str, Price] | None = None
+    #: Generation stops before the run's tokens (counted by the gateway) would pass this; the
+    #: items done are kept and the run resumes. Not an input: it changes when a run ends, not what
+    #: any item holds.
+    max_run_tokens: int | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> SuiteConfig:
@@ -142,6 +192,9 @@ class SuiteConfig:
         workers_default = max(1, min(os.cpu_count() or 1, 8))
         classifier_default: str | None = None
         project = project_config()
+        pricing = project.pricing if project is not None else None
+        if opts.get("pricing") is not None:
+            pricing = parse_pricing(opts["pricing"], "pricing")
         if project is not None:  # .worldforge/config.yaml supplies defaults the flags override
             workers_default = int(project.workers)
             classifier_default = project.classifier.checkpoint
@@ -150,8 +203,7 @@ class SuiteConfig:
         if opts.get("wheelhouse") is not None:
             opts["wheelhouse"] = _wheelhouse(opts["wheelhouse"])
         _index_url(opts.get("index_url"))
-        if opts.get("openai_base_url") is not None:  # a typo fails before a run is even created
-            check_base_urls(opts["openai_base_url"])
+        check_provider_options(opts)  # a typo in a server address fails before a run is created
         cache = opts.get("cache_dir")
         specs, table = qualify_programs(opts)
         if opts.get("field") and not specs:
@@ -173,13 +225,24 @@ class SuiteConfig:
             options=opts,
             keep_unserved_replies=_bool_option(opts, "keep_unserved_replies"),
             qualification=tuple(table),
+            uncertainty_resamples=_int_option(
+                opts, "uncertainty_resamples", UNCERTAINTY_RESAMPLES, 0, 10_000_000
+            ),
+            uncertainty_seed=_int_option(opts, "uncertainty_seed", UNCERTAINTY_SEED, 0, 2**63 - 1),
+            pricing=pricing,
+            max_run_tokens=(
+                _int_option(opts, "max_run_tokens", 1, 1, 2**63 - 1)
+                if opts.get("max_run_tokens") is not None
+                else None
+            ),
         )
 
     def identity(self) -> dict[str, Any]:
         """What enters the run's input digest (paths, workers and progress do not change results).
 
         ``keep_unserved_replies`` changes scores, so it enters too, but only when on: a run that
-        leaves it off keeps the input digest it always had."""
+        leaves it off keeps the input digest it always had. The ranking-uncertainty settings change
+        the report, not the items, and enter the same way: only when they differ from the defaults."""
         identity: dict[str, Any] = {
             "programs": [{"name": p.name, "digest": p.digest} for p in self.programs],
             "letters": "".join(self.letters),
@@ -191,6 +254,10 @@ class SuiteConfig:
         }
         if self.keep_unserved_replies:
             identity["keep_unserved_replies"] = True
+        if (self.uncertainty_resamples, self.uncertainty_seed) != (UNCERTAINTY_RESAMPLES, UNCERTAINTY_SEED):
+            identity["uncertainty"] = {"resamples": self.uncertainty_resamples, "seed": self.uncertainty_seed}
+        if self.pricing is not None:  # the report's costs follow from it; unpriced runs keep their digest
+            identity["pricing"] = {m: p.to_dict() for m, p in sorted(self.pricing.items())}
         if self.qualification:  # which teams were left out, and why, changes the cohort
             identity["qualification"] = [
                 {"team": r["team"], "qualified": r["qualified"], "reasons": list(r.get("reasons") or [])}
@@ -232,26 +299,20 @@ class Classifier:
 
     def __init__(self, spec: str | None) -> None:
         self.spec = spec
-        self._model: Any = None
+        self._model: LetterClassifier | None = None
 
-    def _load(self) -> Any:
+    def _load(self) -> LetterClassifier:
         if self._model is None:
             self._model = load_classifier(self.spec)
         return self._model
 
     def identity(self) -> dict[str, Any]:
-        model = self._load()
-        ident = getattr(model, "identity", None)
-        value = ident() if callable(ident) else ident
-        if isinstance(value, Mapping):
-            return dict(value)
-        return {"id": str(value or self.spec or "bundled")}
+        return dict(self._load().identity)
 
-    def prep_spec(self, channels: int, size: tuple[int, int]) -> Any | None:
+    def prep_spec(self, channels: int, size: tuple[int, int]) -> PrepSpec | None:
         """The loaded classifier's picklable input shortcut for images of this layout, so level
         workers can prepare its inputs (``None``: no shortcut, or no model loaded by this adapter)."""
-        spec = getattr(self._model, "prep_spec", None)
-        return spec(channels, size) if callable(spec) else None
+        return self._model.prep_spec(channels, size) if self._model is not None else None
 
     def classify(
         self, pngs: Sequence[bytes], embedding: bool = True
@@ -262,28 +323,16 @@ class Classifier:
         the input a level worker prepared from the in-memory render, which the model then uses."""
         if not pngs:
             return []
-        model = self._load()
-        try:
-            # PNG decoding releases the GIL: let the classifier decode with two threads.
-            result = model.classify(list(pngs), embedding=embedding, workers=2)
-        except TypeError:  # a classifier without these switches
-            result = model.classify(list(pngs))
-        softmax = _rows(getattr(result, "softmax", None))
-        embeds = _rows(getattr(result, "embeddings", None)) if embedding else []
+        # PNG decoding releases the GIL: let the classifier decode with two threads.
+        result = self._load().classify(list(pngs), embedding=embedding, workers=2)
+        softmax = result.softmax
+        embeds = (result.embeddings or []) if embedding else []
         out: list[tuple[list[float], list[float]]] = []
         for i in range(len(pngs)):
             sm = [round(float(v), VECTOR_DECIMALS) for v in softmax[i]]
             em = [round(float(v), VECTOR_DECIMALS) for v in embeds[i]] if embeds else []
             out.append((sm, em))
         return out
-
-
-def _rows(value: Any) -> list[list[float]]:
-    if value is None:
-        return []
-    tolist = getattr(value, "tolist", None)
-    data = tolist() if callable(tolist) else value
-    return [list(map(float, row)) for row in data]
 
 
 def iter_progress_columns() -> Iterable[Any]:
@@ -330,6 +379,7 @@ __all__ = [
     "VECTOR_DECIMALS",
     "Classifier",
     "ItemKey",
+    "ScienceBirdsOptions",
     "SuiteConfig",
     "enumerate_items",
     "iter_progress_columns",

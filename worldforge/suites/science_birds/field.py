@@ -24,7 +24,7 @@ from typing import Any
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.pcg.programs.submission import looks_like_submission
+from worldforge.pcg.programs.submission import SubmissionProgram, looks_like_submission
 
 #: Where a ``.zip`` field is unpacked: one folder per archive digest, so a resumed run reads the
 #: same team folders at the same paths.
@@ -125,7 +125,7 @@ def team_summaries(
 ) -> dict[str, str]:
     """``science-birds/teams/<team>.md`` per submission team: sanitized, ready to send."""
     out: dict[str, str] = {}
-    submission_names = {p.name for p in programs if getattr(p, "turns", None) == ()}
+    submission_names = {p.name for p in programs if isinstance(p, SubmissionProgram)}
     verdicts = {str(row["team"]): row for row in table}
     for team in sorted(submission_names | set(verdicts)):
         lines = [f"# {team}: evaluation summary", ""]

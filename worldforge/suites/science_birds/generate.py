@@ -27,16 +27,19 @@ from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.forge import WorldForge
+from worldforge.gateway import Gateway
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
-from worldforge.providers.ollama import (
+from worldforge.providers.base import BaseProvider
+from worldforge.providers.chat import (
+    CHAT_TRIAL_VERSION,
     TRIAL_TIME_LIMIT_S,
     TRIAL_TOKEN_LIMIT,
     ChatTrial,
     TrialTranscript,
 )
-from worldforge.providers.server_pool import ServerPool
 from worldforge.suites.science_birds.config import ItemKey, SuiteConfig
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import reply_preview, screen_reply
@@ -47,20 +50,25 @@ from worldforge.suites.science_birds.unserved import apply_rule
 Job = tuple[ItemKey, int, str]
 
 
-def model_capacity(forge: Any, models: Sequence[str]) -> dict[str, int]:
-    """``{model: requests its servers take at once}`` for the models backed by a server pool.
+def trial_options(key: ItemKey, seed: int) -> dict[str, Any]:
+    """The options every call of a prompt trial carries (the letter and seed the mock needs)."""
+    return {"target_character": key.letter, "trial_seed": seed}
 
-    Models whose provider has no :class:`ServerPool` (the mock, third-party providers) are absent:
-    they are generated in the caller's thread."""
+
+def model_capacity(forge: WorldForge, models: Sequence[str]) -> dict[str, int]:
+    """``{model: requests its servers take at once}`` for the models backed by model servers.
+
+    Models whose provider has no servers to wait on (``connection_capacity`` ``None``: the mock,
+    third-party providers) are absent: they are generated in the caller's thread."""
     out: dict[str, int] = {}
     for name in models:
         try:
             provider = forge.provider(name)
         except WorldForgeError:
             continue
-        pool = getattr(provider, "pool", None)
-        if isinstance(pool, ServerPool):
-            out[name] = len(pool.urls) * pool.max_connections
+        capacity = provider.connection_capacity if isinstance(provider, BaseProvider) else None
+        if capacity is not None:
+            out[name] = capacity
     return out
 
 
@@ -87,10 +95,10 @@ class Generator:
     def __init__(
         self,
         config: SuiteConfig,
-        forge: Any,
+        forge: WorldForge,
         models: Sequence[str],
         *,
-        gateway: Any,
+        gateway: Gateway | None,
         cache: StageCache,
         model_identities: Mapping[str, Any],
         submissions: Any = None,
@@ -102,7 +110,7 @@ class Generator:
         self.model_identities = dict(model_identities)
         self.submissions = submissions
         self.programs: dict[str, Program | SubmissionProgram] = {p.name: p for p in config.programs}
-        replaying = bool(getattr(gateway, "replaying", False))
+        replaying = gateway is not None and gateway.replaying
         #: Concurrent requests per pooled model (empty: every prompt trial in the caller's thread).
         self.capacity = {} if replaying else model_capacity(forge, models)
         self._threads: ThreadPoolExecutor | None = None
@@ -148,7 +156,18 @@ class Generator:
 
     # -- one item ---------------------------------------------------------------------------------
     def generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
-        """One item's reply (or its failure) with the prompt digests and, via the gateway, exchanges."""
+        """One item's reply (or its failure) with the prompt digests and, via the gateway, exchanges;
+        ``{"stopped": True, ...}`` once the run's token limit stopped generation at or before this
+        trial (see :class:`~worldforge.gateway.Gateway`): such an item is not recorded."""
+        gateway = self.gateway
+        if gateway is not None and gateway.stopped is not None:
+            return _stopped(gateway.stopped)
+        value = self._generate(key, seed)
+        if gateway is not None and gateway.stopped is not None and key.item_id in gateway.stopped_items:
+            return _stopped(gateway.stopped)
+        return value
+
+    def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
         program = self.programs[key.program]
         if isinstance(program, SubmissionProgram):
             identity = self.model_identities.get(key.model)
@@ -156,14 +175,14 @@ class Generator:
             # The competition's rule on the reply, after the cache (which holds what was returned).
             return apply_rule(value, keep=self.config.keep_unserved_replies)
         prompts = program.prompts_for(key.letter)
-        options = {"target_character": key.letter, "trial_seed": seed}
+        options = trial_options(key, seed)
         gen_input = digest_payload(
             {"model": self.model_identities.get(key.model), "prompts": prompts, "options": options}
         )
         gateway = self.gateway
         # Through the gateway a cached value carries the exchanges; a replay answers from its run only.
-        version = "chat-trial/v1" if gateway is None else "chat-trial/v1+gateway/v1"
-        use_cache = not getattr(gateway, "replaying", False)
+        version = CHAT_TRIAL_VERSION if gateway is None else f"{CHAT_TRIAL_VERSION}+gateway/v1"
+        use_cache = gateway is None or not gateway.replaying
         cache_key = StageCache.key("generate", version, gen_input)
         cached = self.cache.get_json("generate", cache_key) if use_cache else None
         base: dict[str, Any] = {
@@ -233,9 +252,20 @@ class Generator:
         }
         if "exchanges" in base:
             value["exchanges"] = base["exchanges"]
-        if use_cache:
+        if use_cache and (gateway is None or key.item_id not in gateway.stopped_items):
             self.cache.put_json("generate", cache_key, value)
         return {**base, **value}
 
 
-__all__ = ["Generator", "Job", "PendingReplies", "model_capacity"]
+def _stopped(reason: str) -> dict[str, Any]:
+    """What a trial the run's token limit stopped generates: nothing to record."""
+    return {
+        "prompt_digests": [],
+        "generate_input": None,
+        "reply": None,
+        "error": f"stopped: {reason}",
+        "stopped": True,
+    }
+
+
+__all__ = ["Generator", "Job", "PendingReplies", "model_capacity", "trial_options"]

@@ -14,6 +14,9 @@ from typing import Any
 from worldforge.core.canonical import canonical_json_text, pretty_json
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 from worldforge.pcg.scoring.report import official_files
+from worldforge.pcg.scoring.uncertainty import RankingUncertainty
+from worldforge.suites.science_birds.intervals import SECTION as UNCERTAINTY_SECTION
+from worldforge.suites.science_birds.intervals import ranking_columns, uncertainty_section, winner_fields
 from worldforge.suites.science_birds.scores import CohortScores
 from worldforge.suites.science_birds.unserved import SECTION as UNSERVED_SECTION
 from worldforge.suites.science_birds.unserved import unserved_counts, unserved_section
@@ -87,18 +90,23 @@ def build_sections(
     measurement: Mapping[str, Any],
     *,
     keep_unserved: bool = False,
+    uncertainty: RankingUncertainty | None = None,
 ) -> dict[str, Any]:
     """Ranking, per-letter table, weights, baseline comparison, galleries, worst levels; with
-    submissions, the replies the model never served (a ranking column and their own section)."""
+    submissions, the replies the model never served (a ranking column and their own section); with
+    ``uncertainty`` (:mod:`.intervals`), the ranking's intervals: table columns, their own section
+    and the winner's qualification. Without it the sections are what they were before intervals."""
     models = [ms.model for ms in scores.models]
     length = {p.name: p.prompt_length() for p in programs}
     unserved = unserved_counts(records, programs)
+    intervals = ranking_columns(uncertainty)
     ranking = []
     for name in sorted(scores.totals, key=lambda p: (-scores.totals[p], p)):
         row: dict[str, Any] = {
             "rank": scores.ranks[name],
             "program": name,
             "normalized": _r(scores.normalized[name], 4),
+            **intervals.get(name, {}),
             "total": _r(scores.totals[name], 10),
         }
         for ms in scores.models:
@@ -156,7 +164,7 @@ def build_sections(
     else:
         baseline_section["description"] = NO_BASELINE_TEXT
     baseline_section["rows"] = baseline_rows
-    leaders = tuple(getattr(scores.ranking, "leaders", ()))
+    leaders = scores.ranking.leaders
     winner_line = {
         "winners": _winners_text(scores.winners, leaders, str(base.get("decided_by"))),
         "decided_by": base.get("decided_by"),
@@ -164,6 +172,7 @@ def build_sections(
         "tie_break": "highest total; ties go to the shortest prompt (characters of all turns after "
         "<OBJECT> substitution), then co-winners; built-in baselines are scored but not ranked "
         "unless only baselines run",
+        **winner_fields(uncertainty),
     }
 
     sections: dict[str, Any] = {
@@ -174,6 +183,7 @@ def build_sections(
             "rows": ranking,
         },
         "winner": winner_line,
+        **({UNCERTAINTY_SECTION: uncertainty_section(uncertainty)} if uncertainty is not None else {}),
         "baseline_comparison": baseline_section,
         "per_letter": {
             "title": "Per letter",
@@ -268,7 +278,7 @@ def build_sections(
         sections[UNSERVED_SECTION] = unserved_section(records, keep_unserved)
     missing = []
     for ms in scores.models:
-        for entry in getattr(ms.official, "missing", None) or []:
+        for entry in ms.official.missing:
             missing.append({"model": ms.model, **entry})
     sections["missing_inputs_scored_as_zero"] = {
         "title": "Inputs missing from scoring (counted as 0)",
@@ -295,7 +305,11 @@ def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def official_artifacts(
-    scores: CohortScores, unserved: Mapping[str, int] | None = None, keep_unserved: bool = False
+    scores: CohortScores,
+    unserved: Mapping[str, int] | None = None,
+    keep_unserved: bool = False,
+    uncertainty: RankingUncertainty | None = None,
+    usage: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, str | bytes]:
     """The official result files per model plus the combined ranking.
 
@@ -303,7 +317,10 @@ def official_artifacts(
     prompt_scores_ranks.csv}`` in the official formats (one competition folder per model, as the
     2025 edition scored each model separately), and ``science-birds/ranking.json`` with the totals
     over models, normalised scores, ranks and the tie-break decision; with submissions
-    (``unserved`` per program), also their unserved replies and whether they were scored.
+    (``unserved`` per program), also their unserved replies and whether they were scored; with
+    ``uncertainty``, the ranking's intervals as ``pcg stage score`` writes them
+    (``result/ranking_uncertainty.json``'s payload, or why there are none); with ``usage``
+    (:func:`~worldforge.suites.science_birds.usage.usage_rows`), the tokens per (model, program).
     """
 
     out: dict[str, str | bytes] = {}
@@ -311,22 +328,23 @@ def official_artifacts(
         slug = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in ms.model)
         for name, text in sorted(official_files(ms.official).items()):
             out[f"science-birds/{slug}/result/{name}"] = text
-    if scores.combined is not None and scores.ranking is not None:
-        ar = scores.combined.arithmetic
-        ranking: dict[str, Any] = {
-            "models": list(scores.combined.models),
-            "per_model": {
-                p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()
-            },
-            "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
-            "normalized": {p: ar.text(v) for p, v in scores.combined.normalized.items()},
-            "competition": ar.text(scores.combined.competition),
-            "ranking": scores.ranking.to_dict(ar),
-        }
-        if unserved is not None:
-            ranking["unserved_replies"] = dict(unserved)
-            ranking["keep_unserved_replies"] = keep_unserved
-        out["science-birds/ranking.json"] = pretty_json(ranking)
+    ar = scores.combined.arithmetic
+    ranking: dict[str, Any] = {
+        "models": list(scores.combined.models),
+        "per_model": {p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()},
+        "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
+        "normalized": {p: ar.text(v) for p, v in scores.combined.normalized.items()},
+        "competition": ar.text(scores.combined.competition),
+        "ranking": scores.ranking.to_dict(ar),
+    }
+    if unserved is not None:
+        ranking["unserved_replies"] = dict(unserved)
+        ranking["keep_unserved_replies"] = keep_unserved
+    if uncertainty is not None:
+        ranking["uncertainty"] = uncertainty.to_dict()
+    if usage is not None:
+        ranking["usage"] = [dict(row) for row in usage]
+    out["science-birds/ranking.json"] = pretty_json(ranking)
     return out
 
 

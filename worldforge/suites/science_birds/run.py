@@ -28,14 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
+from worldforge.core.seeds import trial_seed
+from worldforge.execution import NodeFuture
 from worldforge.execution.local import start_pool
+from worldforge.forge import WorldForge
+from worldforge.gateway import Gateway
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
-from worldforge.providers.mock import MockProvider
-from worldforge.providers.mock_letters import letter_program_lines, prime
-from worldforge.providers.ollama import trial_seed
+from worldforge.providers.base import BaseProvider, Prefetch
+from worldforge.providers.chat import CHAT_TRIAL_VERSION
 from worldforge.suites.science_birds.classify import ItemClassifier, PendingVectors, Vectors
 from worldforge.suites.science_birds.config import (
     Classifier,
@@ -43,7 +46,7 @@ from worldforge.suites.science_birds.config import (
     SuiteConfig,
     enumerate_items,
 )
-from worldforge.suites.science_birds.generate import Generator, Job, PendingReplies
+from worldforge.suites.science_birds.generate import Generator, Job, PendingReplies, trial_options
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import (
     LevelJob,
@@ -51,6 +54,7 @@ from worldforge.suites.science_birds.stages import (
     stage_versions,
     thumbnail_data_uri,
 )
+from worldforge.workspace import Run
 
 
 @dataclass
@@ -98,11 +102,6 @@ def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
     return run_level_stages(job, cache)
 
 
-def _mock_program(letter: str, seed: int, variant: str) -> tuple[str, int, str, list[str]]:
-
-    return letter, seed, variant, letter_program_lines(letter, seed, variant)
-
-
 def item_input_digest(key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any) -> str:
     """What must match for a recorded item to be reused on resume."""
     return digest_payload(
@@ -122,15 +121,15 @@ class ItemRunner:
     def __init__(
         self,
         config: SuiteConfig,
-        forge: Any,
+        forge: WorldForge,
         models: Sequence[str],
         *,
-        run: Any = None,
+        run: Run | None = None,
         classifier: Classifier,
         model_identities: Mapping[str, Any],
         cache: StageCache,
         state: RunState,
-        gateway: Any = None,
+        gateway: Gateway | None = None,
         submissions: Any = None,
     ) -> None:
         self.config = config
@@ -146,8 +145,9 @@ class ItemRunner:
         self.cache = cache
         self.state = state
         self.programs = {p.name: p for p in config.programs}
-        replaying = bool(getattr(gateway, "replaying", False))
-        self.mock_variants = {} if replaying else _mock_variants(forge, self.models)
+        replaying = gateway is not None and gateway.replaying
+        #: Providers that may have work of their replies done ahead in the pool (none in a replay).
+        self.prefetchers = {} if replaying else _prefetchers(forge, self.models)
         #: Level images by artifact path when there is no run workspace to write them to.
         self.images: dict[str, bytes] = {}
         self.versions = stage_versions()
@@ -174,8 +174,7 @@ class ItemRunner:
         """The classifier's input shortcut for the renders, handed to the level workers so they
         prepare the classifier input from the in-memory image (``None``: the PNG is read here)."""
         if not self._prep_known:
-            spec = getattr(self.classifier, "prep_spec", None)
-            self._prep = spec(4, (IMAGE_SIZE, IMAGE_SIZE)) if callable(spec) else None
+            self._prep = self.classifier.prep_spec(4, (IMAGE_SIZE, IMAGE_SIZE))
             self._prep_known = True
         return self._prep
 
@@ -196,10 +195,15 @@ class ItemRunner:
         identity = self.model_identities.get(key.model)
         model_digest = identity.get("model_digest") if isinstance(identity, Mapping) else None
         return {
-            "version": "chat-trial/v1",
+            "version": CHAT_TRIAL_VERSION,
             "input_digest": gen.get("generate_input"),
             "model_digest": model_digest or digest_payload(identity),
         }
+
+    @property
+    def stopped(self) -> str | None:
+        """Why generation stopped before every item was recorded (the run's token limit), if it did."""
+        return self.gateway.stopped if self.gateway is not None else None
 
     def context(self) -> dict[str, Any]:
         return {"classifier": self.classifier.identity(), "stages": self.versions}
@@ -235,8 +239,7 @@ class ItemRunner:
         context = self.context()
         done: Mapping[str, Any] = {}
         if self.run is not None:
-            completed = getattr(self.run, "completed_items", None)
-            done = completed() if callable(completed) else {}
+            done = self.run.completed_items()
         records: dict[str, dict[str, Any]] = {}
         pending: list[Job] = []
         for key in keys:
@@ -262,7 +265,7 @@ class ItemRunner:
         step = self.config.chunk_size
         previous: _ChunkWork | None = None
         chunks = [pending[start : start + step] for start in range(0, len(pending), step)]
-        prefetch: dict[int, list[Future[Any]]] = {}
+        prefetch: dict[int, list[_Prefetched]] = {}
         replies: dict[int, PendingReplies] = {}
         classifying: deque[_Classifying] = deque()
         for index in range(min(2, len(chunks))):
@@ -287,34 +290,34 @@ class ItemRunner:
                     if progress:
                         progress(1)
             previous = current
-        return {k.item_id: records[k.item_id] for k in keys}
+        # Items the run's token limit stopped have no record (see :attr:`stopped`).
+        return {k.item_id: records[k.item_id] for k in keys if k.item_id in records}
 
     # -- one chunk --------------------------------------------------------------------------------
-    def _prefetch(
-        self, chunk: list[tuple[ItemKey, int, str]], executor: Executor | None
-    ) -> list[Future[Any]]:
-        """Compute the mock's letter programs for a chunk in the pool (a pure function of the letter,
-        seed and variant), so generation in this process is a cache hit. Other providers: nothing."""
+    def _prefetch(self, chunk: list[Job], executor: Executor | None) -> list[_Prefetched]:
+        """Start in the pool the work a chunk's replies need that their providers can have done ahead
+        (the mock's letter programs: a pure function of the letter, seed and variant), so generation
+        in this process is a cache hit. Other providers: nothing."""
         if executor is None:
             return []
-        futures: list[Future[Any]] = []
-        seen: set[tuple[str, int, str]] = set()
+        started: list[_Prefetched] = []
+        seen: set[tuple[str, Prefetch]] = set()
         for key, seed, _ in chunk:
-            variant = self.mock_variants.get(key.model)
-            if variant is None or (key.letter, seed, variant) in seen:
+            provider = self.prefetchers.get(key.model)
+            work = provider.prefetch(trial_options(key, seed)) if provider is not None else None
+            if provider is None or work is None or (key.model, work) in seen:
                 continue
-            seen.add((key.letter, seed, variant))
-            futures.append(executor.submit(_mock_program, key.letter, seed, variant))
-        return futures
+            seen.add((key.model, work))
+            started.append(_Prefetched(provider, work, executor.submit(work.function, *work.args)))
+        return started
 
-    def _await_prefetch(self, futures: list[Future[Any]]) -> None:
-        if not futures:
+    def _await_prefetch(self, started: list[_Prefetched]) -> None:
+        if not started:
             return
 
         t0 = time.perf_counter()
-        for future in futures:
-            letter, seed, variant, lines = future.result()
-            prime(letter, seed, variant, lines)
+        for item in started:
+            item.provider.accept_prefetched(item.work, item.future.result())
         self.state.add("generate_prefetch_wait", time.perf_counter() - t0)
 
     def _submit_chunk(
@@ -349,7 +352,7 @@ class ItemRunner:
         by_id = {o["item_id"]: o for o in outcomes}
         if self.run is not None:  # which machine ran which item: informational, outside digests
             for future, outcome in zip(work.futures, outcomes, strict=False):
-                node = getattr(future, "node", None)
+                node = future.node if isinstance(future, NodeFuture) else None
                 if node is not None:
                     self.run.emit("item.node", {"item_id": outcome["item_id"], "node": node})
         self.state.add("level_stages_wait", time.perf_counter() - t0)
@@ -375,6 +378,8 @@ class ItemRunner:
         t0 = time.perf_counter()
         records = []
         for (key, seed, digest), gen in zip(work.chunk, work.generated, strict=True):
+            if gen.get("stopped"):  # the run's token limit stopped it: resume runs it again
+                continue
             level = by_id.get(key.item_id)
             record = self._record(key, seed, digest, gen, level, pngs.get(key.item_id), vectors)
             png = pngs.get(key.item_id)
@@ -466,14 +471,23 @@ class ItemRunner:
         return record
 
 
-def _mock_variants(forge: Any, models: Sequence[str]) -> dict[str, str]:
-    """``{model: variant}`` for the models served by the built-in mock (its replies can be prefetched)."""
+@dataclass
+class _Prefetched:
+    """Work a provider handed out (:meth:`BaseProvider.prefetch`), running in the pool."""
 
-    out: dict[str, str] = {}
+    provider: BaseProvider
+    work: Prefetch
+    future: Future[Any]
+
+
+def _prefetchers(forge: WorldForge, models: Sequence[str]) -> dict[str, BaseProvider]:
+    """``{model: provider}`` for the models whose provider can say what work of a reply may be done
+    ahead (:meth:`BaseProvider.prefetch`; the built-in mock's letter programs)."""
+    out: dict[str, BaseProvider] = {}
     for name in models:
         provider = forge.provider(name)
-        if type(provider) is MockProvider:
-            out[name] = str(getattr(provider, "variant", "") or "")
+        if isinstance(provider, BaseProvider):
+            out[name] = provider
     return out
 
 

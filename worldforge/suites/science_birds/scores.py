@@ -20,7 +20,15 @@ from typing import Any
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 from worldforge.pcg.scoring.diversity import diversity
-from worldforge.pcg.scoring.scores import ProgramData, combine_models, rank_programs, score_competition
+from worldforge.pcg.scoring.scores import (
+    CompetitionScores,
+    MultiModelScores,
+    ProgramData,
+    Ranking,
+    combine_models,
+    rank_programs,
+    score_competition,
+)
 
 
 @dataclass
@@ -33,7 +41,7 @@ class ModelScores:
     char_scores: dict[str, dict[str, float]]  # program -> letter -> char score
     prompt: dict[str, float]  # program -> prompt score
     trial_scores: dict[str, dict[str, list[float]]]  # program -> letter -> per-trial weighted score
-    official: Any = None  # the scoring module's CompetitionScores (official CSV/JSON outputs)
+    official: CompetitionScores  # the official CSV/JSON outputs
 
 
 @dataclass
@@ -44,9 +52,9 @@ class CohortScores:
     ranks: dict[str, int | None]
     winners: list[str]
     baseline: dict[str, Any]
+    combined: MultiModelScores
+    ranking: Ranking
     means: dict[str, dict[str, float]] = field(default_factory=dict)
-    combined: Any = None  # pcg.scoring.MultiModelScores
-    ranking: Any = None  # pcg.scoring.Ranking
 
 
 def _vector(record: Mapping[str, Any], kind: str) -> list[float] | None:
@@ -179,10 +187,9 @@ def score_cohort(
             "diversity": sum(divs) / len(divs) if divs else 0.0,
             "ok_rate": sum(1 for r in recs if r.get("status") == "ok") / n,
         }
-    cohort = CohortScores(model_scores, totals, normalized, ranks, list(ranking.winners), baseline, means)
-    cohort.combined = combined
-    cohort.ranking = ranking
-    return cohort
+    return CohortScores(
+        model_scores, totals, normalized, ranks, list(ranking.winners), baseline, combined, ranking, means
+    )
 
 
 __all__ = ["CohortScores", "ModelScores", "score_cohort", "score_model"]

@@ -37,6 +37,7 @@ from worldforge.pcg.sim.png import encode_rows
 from worldforge.pcg.sim.render import render_rows
 from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_png
 from worldforge.pcg.similarity.prep import prepare_rows
+from worldforge.providers.chat import CHAT_TRIAL_VERSION
 from worldforge.suites.science_birds.stage_cache import StageCache
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
@@ -72,7 +73,7 @@ def module_version(module_name: str) -> str:
 def stage_versions() -> dict[str, str]:
     """Versions of the code-defined stages (generation depends on the provider, not on code)."""
     return {
-        "generate": "chat-trial/v1",
+        "generate": CHAT_TRIAL_VERSION,
         "extract": module_version("worldforge.pcg.levels.extract"),
         "convert": module_version("worldforge.pcg.levels.convert"),
         "simulate": module_version("worldforge.pcg.sim.physics"),

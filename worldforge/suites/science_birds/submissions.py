@@ -34,11 +34,13 @@ from worldforge.execution.sandbox import (
     resolve_isolation,
     sandbox_notes,
 )
+from worldforge.gateway import Gateway
 from worldforge.gateway.exchange import served_digest
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import reply_preview, screen_reply
+from worldforge.workspace import Run
 
 #: The packages' per-trial limits (``max_time`` in their chat functions) and their default model.
 PACKAGE_SECONDS = {"chatgpt4pcg": 120.0, "llms4pcg": 500.0}
@@ -130,7 +132,7 @@ class SubmissionTrials:
         environments: Mapping[str, SubmissionEnvironment],
         options: Mapping[str, Any],
         *,
-        run: Any = None,
+        run: Run | None = None,
         workers: int = 1,
     ) -> None:
         self.programs = {p.name: p for p in programs if isinstance(p, SubmissionProgram)}
@@ -195,7 +197,7 @@ class SubmissionTrials:
                 raise WorldForgeError(self._failed_start[program.name])
             staged = stage_files(program)
             self._staged.append(staged)
-            hidden = tuple(str(p) for p in [getattr(self.run, "workspace_dir", None)] if p is not None)
+            hidden = (str(self.run.workspace_dir),) if self.run is not None else ()
             spec = HostSpec(
                 python=self.environments[program.name].python,
                 package=program.package,
@@ -215,7 +217,7 @@ class SubmissionTrials:
             self._pools[program.name] = pool
             return pool
 
-    def generate(self, gateway: Any, key: Any, seed: int, options: Mapping[str, Any],
+    def generate(self, gateway: Gateway, key: Any, seed: int, options: Mapping[str, Any],
                  temperature: float | None) -> dict[str, Any]:  # fmt: skip
         """One trial: ``{"reply"|None, "error", "exchanges", "usage", "tokens", "calls"}``."""
         program = self.programs[key.program]
@@ -316,7 +318,7 @@ class SubmissionTrials:
 
 def submission_item(
     trials: SubmissionTrials | None,
-    gateway: Any,
+    gateway: Gateway | None,
     cache: StageCache,
     key: Any,
     seed: int,
@@ -329,7 +331,7 @@ def submission_item(
     base: dict[str, Any] = {"prompt_digests": [], "generate_input": gen_input}
     if gateway is None or trials is None:
         return {**base, "reply": None, "error": "generate: submissions run only through the gateway"}
-    use_cache = not getattr(gateway, "replaying", False)
+    use_cache = gateway is None or not gateway.replaying
     cache_key = StageCache.key("generate", "submission/v1+gateway/v1", gen_input)
     cached = cache.get_json("generate", cache_key) if use_cache else None
     if cached is not None:
@@ -349,7 +351,7 @@ def submission_item(
                 "reply_digest": digest,
                 "error": reason,
             }
-        if use_cache:
+        if use_cache and key.item_id not in gateway.stopped_items:  # a run-limit cut is no answer
             cache.put_json("generate", cache_key, value)
     return {**base, **value}
 

@@ -3,8 +3,11 @@
 This is the product's main job. For every model × program × letter × trial it runs the
 competition's protocol (generate → extract → convert → simulate → render → classify), records one
 item per unit in the run workspace, then computes diversity, weights, per-model prompt scores,
-totals over models and the normalised ranking, and returns an :class:`EvaluationReport` with one
-result per (model, program), tables, image galleries and the official result files.
+totals over models and the normalised ranking. It *produces* (the framework's suite contract,
+:class:`~worldforge.evaluation.SuiteOutcome`) one result per (model, program), tables, image
+galleries and the official result files; the framework checks capabilities and seals the report
+(digests, provenance, failure gallery). Its HTML page (:mod:`.page`) is registered with the HTML
+renderer when this module is imported.
 
 Options (from ``worldforge eval`` flags or ``EvaluationSuite.from_builtin("science-birds",
 options=...)``): ``programs`` (built-in names or folders; default both baselines), ``trials``
@@ -13,9 +16,14 @@ options=...)``): ``programs`` (built-in names or folders; default both baselines
 ``ollama_host``, ``openai_base_url``, ``executor`` (local|ray), ``ray_address``,
 ``exact`` (decimal arithmetic), ``progress`` and ``cache_dir``; for submissions ``no_install``,
 ``sandbox``, ``wheelhouse``, ``index_url`` and ``keep_unserved_replies`` (score replies the model
-never served, which the rules score 0: :mod:`.unserved`);
+never served, which the rules score 0: :mod:`.unserved`); ``uncertainty_resamples`` (letter draws
+of the ranking's 95 % intervals, default 10,000; 0 turns them off) and ``uncertainty_seed``
+(:mod:`.intervals`); ``pricing`` (``{model: {input, output}}`` per million tokens; default the
+project configuration's ``pricing:``) and ``max_run_tokens`` (stop generation before the run's
+tokens would pass it; resumable), both read by :mod:`.usage`;
 ``replay`` (a recorded run directory or :class:`~worldforge.gateway.ReplaySource`: answer every
-request from its exchanges) and ``gateway`` (``False`` calls the providers directly, unrecorded;
+request from its exchanges; ``eval --replay`` hands the framework's replay to ``produce`` instead)
+and ``gateway`` (``False`` calls the providers directly, unrecorded;
 kept for benchmarking the gateway's cost).
 
 Every trial talks to its model through the recording gateway (:mod:`worldforge.gateway`), so each
@@ -29,34 +37,35 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Console
 from rich.progress import Progress
 
-from worldforge import __version__
-from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
-from worldforge.core.timeutil import utc_now_iso
-from worldforge.datasets import dataset_references
-from worldforge.evaluation.gallery import build_cases
-from worldforge.evaluation.provenance import ProvenanceEnvelope
+from worldforge.evaluation.contract import SuiteOutcome, SuiteRun
+from worldforge.evaluation.options import SuiteBuilder
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.suite import EvaluationSuite
-from worldforge.evaluation.types import EvaluationResult, EvaluationScenario
+from worldforge.evaluation.summary import USAGE_SECTION
+from worldforge.evaluation.types import EvaluationResult
 from worldforge.execution import executor_for
 from worldforge.forge import WorldForge
 from worldforge.gateway import Gateway, ReplaySource, load_replay, write_session
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
-from worldforge.providers.mock import MockProvider
+from worldforge.providers.base import BaseProvider
+from worldforge.reports.html import register_html_page
 from worldforge.suites.science_birds.config import (
     Classifier,
+    ScienceBirdsOptions,
     SuiteConfig,
     enumerate_items,
     iter_progress_columns,
 )
 from worldforge.suites.science_birds.field import qualification_rows, team_summaries
+from worldforge.suites.science_birds.intervals import assess as assess_uncertainty
+from worldforge.suites.science_birds.page import render_page
 from worldforge.suites.science_birds.report import build_sections, official_artifacts, result_rows
 from worldforge.suites.science_birds.run import ItemRunner, RunState
 from worldforge.suites.science_birds.scores import score_cohort
@@ -70,6 +79,13 @@ from worldforge.suites.science_birds.unserved import (
     treatment,
     unserved_counts,
 )
+from worldforge.suites.science_birds.usage import (
+    check_pricing,
+    usage_rows,
+    usage_section,
+    wall_seconds_by_program,
+)
+from worldforge.workspace import Run
 
 SUITE_ID = "science-birds"
 SUITE_NAME = "Science Birds letter levels (ChatGPT4PCG / LLMs4PCG protocol)"
@@ -89,14 +105,17 @@ METRIC_SEMANTICS = (
     "(no code, converter errors, provider errors, hostile replies) score 0."
 )
 
+register_html_page(SUITE_ID, render_page)  # the suite's page for its reports; other ids stay generic
+
 
 def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
     """The part of a runtime manifest that determines replies (hosts, server details and clients
     excluded: the same model behind another port or server build keeps its recorded items).
 
-    The built-in mock's replies are produced by code, so its identity also carries the versions of
-    the modules that write them: changing the glyph decomposition invalidates cached replies and
-    recorded items instead of silently mixing old and new levels in one run.
+    A provider whose replies are produced by code (the built-in mock) names the modules that write
+    them (``reply_code``), and its identity also carries their versions: changing the glyph
+    decomposition invalidates cached replies and recorded items instead of silently mixing old and
+    new levels in one run.
     """
     identity = (
         {k: v for k, v in sorted(manifest.items()) if k not in {"host", "base_url", "server", "client"}}
@@ -104,12 +123,8 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
         else {"provider": name}
     )
 
-    if type(provider) is MockProvider:
-        identity["generator_code"] = [
-            module_version("worldforge.providers.mock_letters"),
-            module_version("worldforge.pcg.levels.glyphs"),
-            module_version("worldforge.pcg.levels.drop_plan"),
-        ]
+    if isinstance(provider, BaseProvider) and provider.reply_code:
+        identity["generator_code"] = [module_version(module) for module in provider.reply_code]
     return identity
 
 
@@ -126,14 +141,13 @@ def _replay_source(options: Mapping[str, Any]) -> Any:
     raise WorldForgeError(f"replay: expected a recorded run directory, got {type(value).__name__}.")
 
 
-def _cache_root(config: SuiteConfig, run: Any) -> Path | None:
+def _cache_root(config: SuiteConfig, run: Run | None) -> Path | None:
     if config.cache_dir is not None:
         return config.cache_dir
-    workspace = getattr(run, "workspace_dir", None)
-    return Path(workspace) / "cache" / "science-birds" if workspace is not None else None
+    return Path(run.workspace_dir) / "cache" / "science-birds" if run is not None else None
 
 
-def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) -> None:
+def _record_inputs(run: Run, config: SuiteConfig, manifests: Mapping[str, Any]) -> None:
     for prog in config.programs:
         if isinstance(prog, SubmissionProgram):
             # One input per file, so ``runs diff`` names the file that changed.
@@ -157,36 +171,38 @@ def _record_inputs(run: Any, config: SuiteConfig, manifests: Mapping[str, Any]) 
 def evaluate(
     providers: Sequence[str] | str,
     *,
-    forge: Any,
+    forge: WorldForge | None = None,
     options: Mapping[str, Any] | None = None,
-    run: Any = None,
+    run: Run | None = None,
     dataset_manifests: Iterable[Any] | None = None,
     classifier: Classifier | None = None,
     state: RunState | None = None,
     command: Sequence[str] | None = None,
-) -> Any:
-    """Run the suite and return an :class:`EvaluationReport` (see the module docstring)."""
-    config = SuiteConfig.from_options(options)
+) -> EvaluationReport:
+    """Run the suite through the framework and return its sealed report (see the module docstring):
+    ``make_suite(options, classifier=..., state=...).run_report(...)`` in one call."""
+    suite = make_suite(options, classifier=classifier, state=state)
+    return suite.run_report(
+        providers, forge=forge, run=run, dataset_manifests=dataset_manifests, command=command
+    )
+
+
+def produce(
+    context: SuiteRun,
+    config: SuiteConfig,
+    *,
+    classifier: Classifier | None = None,
+    state: RunState | None = None,
+) -> SuiteOutcome:
+    """Every item of the protocol for the providers the framework checked, scored and ranked."""
     if config.trials < 2:
         raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")
-    models = [providers] if isinstance(providers, str) else list(providers)
-    if not models:
-        raise WorldForgeError("science-birds: at least one --provider is required.")
-    if len(set(models)) != len(models):
-        raise WorldForgeError("science-birds: a provider is listed twice.")
+    models = list(context.providers)
+    forge, run = context.forge, context.run
     state = state or RunState()
-    replay = _replay_source(config.options)
+    replay = context.replay if context.replay is not None else _replay_source(config.options)
     manifests: dict[str, Any] = {}
     for name in models:
-        provider = forge.provider(name)
-        caps = set(getattr(provider, "capabilities", ()) or ())
-        if "generate" not in caps:
-            raise WorldForgeError(
-                f"Provider '{name}' lacks the 'generate' capability required by suite '{SUITE_ID}'."
-            )
-        configure = getattr(provider, "configure", None)
-        if callable(configure):
-            configure(config.options)
         # A replay stands on the recorded preflight: the server may be long gone.
         manifests[name] = replay.manifest(name) if replay is not None else forge.runtime_manifest(name)
     identities = {
@@ -200,22 +216,20 @@ def evaluate(
     )
     gateway = None
     if replay is not None or submissions or config.options.get("gateway", True) is not False:
-        gateway = Gateway(forge, models=models, run=run, replay=replay)
+        gateway = Gateway(forge, models=models, run=run, replay=replay, max_run_tokens=config.max_run_tokens)
+    elif config.max_run_tokens is not None:
+        raise WorldForgeError("--max-run-tokens: the run's tokens are counted by the gateway; turn it on.")
     if submissions:
         submissions.start()
     # Fork the level-stage workers before the classifier (torch) loads in this process: the
     # workers never need it, and forking a process with torch's thread pools is best avoided.
     executor = _level_executor(config)
     try:
-        return _evaluate_with(
-            models,
-            forge,
+        return _produce_with(
+            context,
             config,
-            run,
-            dataset_manifests,
             classifier,
             state,
-            command,
             manifests,
             identities,
             executor,
@@ -235,25 +249,21 @@ def _level_executor(config: SuiteConfig) -> Any:
     return executor_for(config.options.get("executor"), config.workers, str(address) if address else None)
 
 
-def _evaluate_with(
-    models: list[str],
-    forge: Any,
+def _produce_with(
+    context: SuiteRun,
     config: SuiteConfig,
-    run: Any,
-    dataset_manifests: Iterable[Any] | None,
     classifier: Classifier | None,
     state: RunState,
-    command: Sequence[str] | None,
     manifests: dict[str, Any],
     identities: dict[str, Any],
     executor: Any,
-    gateway: Any = None,
+    gateway: Gateway | None = None,
     submissions: SubmissionTrials | None = None,
-) -> Any:
-
+) -> SuiteOutcome:
+    models = list(context.providers)
+    forge, run = context.forge, context.run
     classifier = classifier or Classifier(config.classifier)
     cache = StageCache(_cache_root(config, run))
-    dataset_refs = dataset_references(dataset_manifests)
     input_payload = {
         "suite_id": SUITE_ID,
         "suite_version": SUITE_VERSION,
@@ -261,15 +271,11 @@ def _evaluate_with(
         "config": config.identity(),
         "models": identities,
         "classifier": classifier.identity(),
-        "dataset_manifests": dataset_refs,
+        "dataset_manifests": list(context.dataset_refs),
     }
-    events_before = int(getattr(forge, "event_count", 0) or 0)
+    context.record_inputs(input_payload, items=len(enumerate_items(models, config)))
     if run is not None:
-        run.add_input_value("evaluation", input_payload)
-        if dataset_refs:
-            run.add_dataset_refs(dataset_refs)
         _record_inputs(run, config, manifests)
-        run.emit("suite.started", {"suite_id": SUITE_ID, "items": len(enumerate_items(models, config))})
 
     runner = ItemRunner(
         config,
@@ -322,9 +328,27 @@ def _evaluate_with(
     if has_submissions(config.programs):  # a run without submissions keeps its payload as it was
         measurement["unserved_replies"] = treatment(config.keep_unserved_replies)
     keep = config.keep_unserved_replies
-    sections = build_sections(
-        scores, records, config.programs, config.letters, measurement, keep_unserved=keep
+    t_uncertainty = time.perf_counter()
+    uncertainty = assess_uncertainty(
+        scores, resamples=config.uncertainty_resamples, seed=config.uncertainty_seed
     )
+    state.add("ranking_uncertainty", time.perf_counter() - t_uncertainty)
+    sections = build_sections(
+        scores,
+        records,
+        config.programs,
+        config.letters,
+        measurement,
+        keep_unserved=keep,
+        uncertainty=uncertainty,
+    )
+    usage = usage_rows(records, models, [p.name for p in config.programs], config.pricing)
+    sections[USAGE_SECTION] = usage_section(usage, runner.stopped)
+    if gateway is not None:  # machine-dependent: the event log only, never a digested payload
+        wall = wall_seconds_by_program(gateway.item_seconds, records)
+        state.add("gateway_wall", sum(float(row["gateway_wall_seconds"]) for row in wall))
+        if run is not None:
+            run.emit("gateway.usage", {"rows": wall})
     rows = result_rows(scores, records, config.programs)
     results = [
         EvaluationResult(
@@ -338,7 +362,7 @@ def _evaluate_with(
         )
         for row in rows
     ]
-    extra = official_artifacts(scores, unserved_counts(records, config.programs), keep)
+    extra = official_artifacts(scores, unserved_counts(records, config.programs), keep, uncertainty, usage)
     if config.qualification:  # the field's verdicts: a report section and an attested artifact
         ran = {p.name for p in config.programs}
         sections["qualification"] = qualification_rows(config.qualification, ran)
@@ -350,10 +374,6 @@ def _evaluate_with(
     extra.update(sorted(runner.images.items()))  # per-item images (a run workspace already has them)
     state.add("score_and_report", time.perf_counter() - t0)
 
-    input_digest = digest_payload(input_payload)
-    # The same payload the core's ``result_payload(report)`` digests (the run's result digest).
-    result_digest = digest_payload({"results": [r.to_dict() for r in results], "sections": sections})
-
     failed = sum(1 for r in records.values() if r.get("status") != "ok")
     ident = classifier.identity()
     versions = stage_versions()
@@ -362,45 +382,17 @@ def _evaluate_with(
         f"(weights {ident.get('weights_digest')}), physics {versions['simulate']}, "
         f"renderer {versions['render']}. {accuracy_sentence(classifier_accuracy(ident))}"
     )
-
-    provenance = ProvenanceEnvelope(
-        kind="evaluation",
-        suite_id=SUITE_ID,
-        suite_version=SUITE_VERSION,
-        worldforge_version=__version__,
-        created_at=utc_now_iso(),
-        input_digest=input_digest,
-        result_digest=result_digest,
+    return SuiteOutcome(
+        tuple(results),
+        sections=sections,
+        artifacts=extra,
+        runtime_manifests=manifests,
         claim_boundary=claim_boundary,
-        metric_semantics=METRIC_SEMANTICS,
-        command=list(command)
-        if command is not None
-        else list(getattr(run, "manifest", {}).get("argv", []) or []),
-        providers=models,
-        capabilities=["generate"],
-        runtime_manifests={k: v for k, v in manifests.items() if v is not None},
-        dataset_manifests=dataset_refs,
-        event_count=int(getattr(forge, "event_count", 0) or 0) - events_before,
         notes=f"{len(records)} items; {failed} failed trials"
         + _isolation_note(submissions)
         + provenance_note(records, config.programs, keep),
+        rerun_options=cli_options(config.options),
     )
-
-    report = EvaluationReport(
-        SUITE_ID,
-        SUITE_NAME,
-        results,
-        claim_boundary=claim_boundary,
-        metric_semantics=METRIC_SEMANTICS,
-        provenance=provenance,
-        sections=sections,
-        extra_artifacts=extra,
-        gallery_cases=build_cases(results, cli_ref=SUITE_ID, options=cli_options(config.options)),
-        suite_version=SUITE_VERSION,
-    )
-    if run is not None:
-        run.emit("suite.finished", {"suite_id": SUITE_ID, "result_digest": result_digest})
-    return report
 
 
 def _isolation_note(submissions: SubmissionTrials | None) -> str:
@@ -432,6 +424,8 @@ CLI_OPTION_KEYS = (
     "keep_unserved_replies",
     "field",
     "run_unqualified",
+    "uncertainty_resamples",
+    "uncertainty_seed",
 )
 
 
@@ -444,66 +438,74 @@ def cli_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _not_standalone(context: Any) -> Any:
-    raise WorldForgeError("science-birds scenarios run through EvaluationSuite.run_report, not one by one.")
-
-
 class ScienceBirdsSuite(EvaluationSuite):
-    """One scenario per prompt program; ``run_report`` runs every item of the protocol."""
+    """The protocol as one suite: it produces every item's results, the ranking sections and the
+    official files (:func:`produce`); the framework checks capabilities and seals the report.
 
-    def run_report(
+    Options are validated once, when the suite is built, so bad options fail before any provider
+    is called and the run uses the configuration that was checked. ``classifier`` and ``state``
+    let tests and benchmarks substitute the classifier and read the run's counters.
+    """
+
+    replayable: ClassVar[bool] = True
+
+    def __init__(
         self,
-        providers: str | Sequence[str],
+        options: Mapping[str, Any] | None = None,
         *,
-        forge: Any = None,
-        world: Any = None,
-        dataset_manifests: Iterable[Any] | None = None,
-        run: Any = None,
-        command: Sequence[str] | None = None,
-        notes: str | None = None,
-    ) -> Any:
-        if forge is None:
-            forge = WorldForge()
-        names = [providers] if isinstance(providers, str) else list(providers)
-        self.check_providers(names, forge)
-        return evaluate(
-            names,
-            forge=forge,
-            options=self.options,
-            run=run,
-            dataset_manifests=dataset_manifests,
-            command=command,
-        )
-
-
-def build_suite(options: Mapping[str, Any] | None = None) -> Any:
-    """Factory used by ``EvaluationSuite.from_builtin("science-birds", options=...)``."""
-    opts = dict(options or {})
-    config = SuiteConfig.from_options(opts)  # validate early: bad options fail before providers
-
-    scenarios = [
-        EvaluationScenario(
-            name=p.name,
-            description=(
-                f"submission {p.name!r} ({p.package or 'invalid'} {p.class_name})"
-                if isinstance(p, SubmissionProgram)
-                else f"prompt program {p.name!r} ({len(p.turns)} turn(s))"
-            ),
+        classifier: Classifier | None = None,
+        state: RunState | None = None,
+    ) -> None:
+        opts = dict(options or {})
+        self.config = SuiteConfig.from_options(opts)
+        super().__init__(
+            SUITE_NAME,
+            (),
+            suite_id=SUITE_ID,
+            suite_version=SUITE_VERSION,
+            claim_boundary=CLAIM_BOUNDARY,
+            metric_semantics=METRIC_SEMANTICS,
+            options=opts,
+            cli_ref=SUITE_ID,
             required_capabilities=("generate",),
-            evaluator=_not_standalone,
         )
-        for p in config.programs
-    ]
-    return ScienceBirdsSuite(
-        SUITE_NAME,
-        scenarios,
-        suite_id=SUITE_ID,
-        suite_version=SUITE_VERSION,
-        claim_boundary=CLAIM_BOUNDARY,
-        metric_semantics=METRIC_SEMANTICS,
-        options=opts,
-        cli_ref=SUITE_ID,
-    )
+        self.classifier = classifier
+        self.state = state
+
+    def check_providers(self, providers: Sequence[str], forge: WorldForge) -> None:
+        """The capability gate, and a price for every model when the run is priced: both before
+        the run exists, so a model missing from the price map costs no request."""
+        super().check_providers(providers, forge)
+        check_pricing(self.config.pricing, providers)
+
+    def produce(self, context: SuiteRun) -> SuiteOutcome:
+        return produce(context, self.config, classifier=self.classifier, state=self.state)
 
 
-__all__ = ["CLAIM_BOUNDARY", "METRIC_SEMANTICS", "SUITE_ID", "SUITE_VERSION", "build_suite", "evaluate"]
+def make_suite(
+    options: Mapping[str, Any] | None = None,
+    *,
+    classifier: Classifier | None = None,
+    state: RunState | None = None,
+) -> ScienceBirdsSuite:
+    """The suite for ``options`` (see the module docstring), optionally with its classifier and
+    run counters supplied."""
+    return ScienceBirdsSuite(options, classifier=classifier, state=state)
+
+
+#: The built-in factory (``EvaluationSuite.from_builtin("science-birds", options=...)``), declaring
+#: the options ``worldforge eval --suite-option KEY=VALUE`` takes.
+build_suite = SuiteBuilder(make_suite, ScienceBirdsOptions)
+
+
+__all__ = [
+    "CLAIM_BOUNDARY",
+    "METRIC_SEMANTICS",
+    "SUITE_ID",
+    "SUITE_VERSION",
+    "ScienceBirdsSuite",
+    "build_suite",
+    "evaluate",
+    "make_suite",
+    "produce",
+]

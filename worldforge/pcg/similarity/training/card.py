@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.digests import digest_file
+from worldforge.pcg.similarity.training.records import TrainingMeta
 
 
-def _pct(value: Any) -> str:
+def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
@@ -24,7 +25,7 @@ def _count(n: int) -> str:
     return words[n] if n < len(words) else str(n)
 
 
-def model_card(meta: dict[str, Any]) -> str:
+def model_card(meta: TrainingMeta) -> str:
     held, hand, corpus = meta["heldout"], meta["hand"], meta["corpus"]
     families, others = _count(len(corpus["families"])), _count(len(corpus["families"]) - 1).lower()
     worst = sorted(held["per_letter"].items(), key=lambda kv: kv[1])[:5]
@@ -96,7 +97,7 @@ nice -n 10 .venv/bin/python scripts/train_letter_classifier.py --seed {meta["see
 """
 
 
-def manifest(root: Path, folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
+def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
     """The dataset manifest: shipped files, the hand-drawn fixture, families and corpus digest."""
     files = [
         (folder / "model.safetensors", "application/octet-stream", "Bundled letter classifier weights."),

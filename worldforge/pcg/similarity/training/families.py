@@ -36,8 +36,9 @@ import random
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from worldforge.core.seeds import variant_rng
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import (
     GRID_HEIGHT,
@@ -47,9 +48,12 @@ from worldforge.pcg.levels.drop_plan import (
     plan_blocks,
     simulate_drops,
 )
-from worldforge.pcg.levels.glyphs import letter_program, letter_target, variant_rng
+from worldforge.pcg.levels.glyphs import letter_program, letter_target
 from worldforge.pcg.similarity.training.blocks import block_cells
 from worldforge.pcg.similarity.training.grids import Cells, counters, trim
+
+if TYPE_CHECKING:  # Pillow loads inside the drawing functions
+    from PIL.Image import Image as PILImage
 
 ROOT = Path(__file__).resolve().parents[4]
 HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"
@@ -247,12 +251,19 @@ def _dilate(cells: Cells, dx: int, dy: int) -> Cells:
     return out
 
 
-def _coverage(img: Any, width: int, height: int, threshold: float) -> Cells:
+def _box_ink(img: PILImage, width: int, height: int, cutoff: float) -> Cells:
+    """``img`` (a greyscale drawing) box-resized to ``width`` x ``height``: 1 where a pixel's value
+    reaches ``cutoff`` (0-255), else 0."""
     from PIL import Image
 
-    small = img.resize((width, height), Image.Resampling.BOX)
-    data = small.load()
-    return [[1 if data[c, r] >= threshold * 255 else 0 for c in range(width)] for r in range(height)]
+    if img.mode != "L":
+        raise ValueError(f"expected a greyscale ('L') drawing, got mode {img.mode!r}")
+    data = img.resize((width, height), Image.Resampling.BOX).tobytes()  # one byte per pixel, by rows
+    return [[1 if data[r * width + c] >= cutoff else 0 for c in range(width)] for r in range(height)]
+
+
+def _coverage(img: PILImage, width: int, height: int, threshold: float) -> Cells:
+    return _box_ink(img, width, height, threshold * 255)
 
 
 def stroke_cells(letter: str, rng: random.Random) -> Cells:
@@ -260,7 +271,7 @@ def stroke_cells(letter: str, rng: random.Random) -> Cells:
     return _faithful(_stroke_draw, letter, rng)
 
 
-def _stroke_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
+def _stroke_draw(letter: str, rng: random.Random) -> tuple[PILImage, Cells]:
     from PIL import Image, ImageDraw
 
     shape = rng.choice(SKELETONS[letter])
@@ -292,7 +303,7 @@ def _stroke_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
 
 
 @lru_cache(maxsize=64)
-def _outline(path: str, letter: str) -> Any:
+def _outline(path: str, letter: str) -> PILImage:
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.truetype(path, _HI)
@@ -306,7 +317,7 @@ def font_cells(letter: str, rng: random.Random) -> Cells:
     return _faithful(_font_draw, letter, rng)
 
 
-def _font_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
+def _font_draw(letter: str, rng: random.Random) -> tuple[PILImage, Cells]:
     from PIL import ImageFilter
 
     img = _outline(rng.choice(require_fonts(FONT_FILES)), letter)
@@ -320,17 +331,12 @@ def _font_draw(letter: str, rng: random.Random) -> tuple[Any, Cells]:
     return img, _coverage(img, width, height, max(0.15, min(0.6, rng.uniform(0.33, 0.5) / weight)))
 
 
-def _fine(img: Any, cells: Cells) -> Cells:
+def _fine(img: PILImage, cells: Cells) -> Cells:
     """The drawing a grid was quantized from, as ink/background at 4x the grid's resolution."""
-    from PIL import Image
-
-    width, height = len(cells[0]) * 4, len(cells) * 4
-    small = img.resize((width, height), Image.Resampling.BOX)
-    data = small.load()
-    return [[1 if data[c, r] >= 128 else 0 for c in range(width)] for r in range(height)]
+    return _box_ink(img, len(cells[0]) * 4, len(cells) * 4, 128)
 
 
-def _drawing_counters(img: Any, cells: Cells) -> int:
+def _drawing_counters(img: PILImage, cells: Cells) -> int:
     """Counters of the drawing a grid was quantized from, at 4x the grid's resolution."""
     return _fine_counters(_fine(img, cells))
 
@@ -340,7 +346,7 @@ def _fine_counters(fine: Cells) -> int:
     return counters(fine, min_area=8)
 
 
-def ink_kept(img: Any, cells: Cells) -> float:
+def ink_kept(img: PILImage, cells: Cells) -> float:
     """Share of the drawing's ink (at 4x the grid's resolution) on an inked cell or one of its eight
     neighbours. Near 1 for a faithful grid; a stroke the quantization dropped lies further away."""
     return _ink_kept(_fine(img, cells), cells)
@@ -363,14 +369,14 @@ def _ink_kept(fine: Cells, cells: Cells) -> float:
     return sum(near[r][c] for r, c in ink) / max(1, len(ink))
 
 
-def faithful(img: Any, cells: Cells) -> bool:
+def faithful(img: PILImage, cells: Cells) -> bool:
     """Whether a grid shows the drawing it came from: the same counters, and no stroke dropped."""
     fine = _fine(img, cells)  # one resize of the drawing serves both checks
     return counters(cells) == _fine_counters(fine) and _ink_kept(fine, cells) >= MIN_INK_KEPT
 
 
 def _faithful(
-    draw: Callable[[str, random.Random], tuple[Any, Cells]], letter: str, rng: random.Random
+    draw: Callable[[str, random.Random], tuple[PILImage, Cells]], letter: str, rng: random.Random
 ) -> Cells:
     """Draw until the block grid shows its drawing (at most ``FAITHFUL_TRIES`` draws).
 

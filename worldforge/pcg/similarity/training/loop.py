@@ -22,12 +22,16 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.similarity.training.records import HeapStats, LetterMetrics
+
+if TYPE_CHECKING:  # torch and transformers load lazily, through worldforge.heavy, at run time
+    from worldforge.heavy import Generator, Linear, ResNetForImageClassification, Tensor, ViTImageProcessor
 
 IMAGE = 128  # stored render size (1024 / 8)
 INPUT = 64  # model input size (processor box-resizes 1024 -> 64)
@@ -143,7 +147,7 @@ def _read_cache(path: Path, count: int) -> list[tuple[bytes, bytes, float]] | No
     return out
 
 
-def as_tensor(splits: list[Split], *, beside: bool | None = None) -> tuple[Any, Any]:
+def as_tensor(splits: list[Split], *, beside: bool | None = None) -> tuple[Tensor, Tensor]:
     """Non-heap levels of ``splits`` as a uint8 (N, 1, 128, 128) tensor and a label tensor.
 
     With ``beside``, only the levels whose build did (True) or did not (False) put ink beside the
@@ -160,7 +164,7 @@ def as_tensor(splits: list[Split], *, beside: bool | None = None) -> tuple[Any, 
     return torch.from_numpy(data.copy()), torch.tensor(labels, dtype=torch.long)
 
 
-def augment(batch: Any, generator: Any) -> Any:
+def augment(batch: Tensor, generator: Generator) -> Tensor:
     """Training augmentation on 128 px ink maps -> normalized 64 px model input.
 
     In order: block-grid re-quantization (30 % of the images redrawn on a coarser grid of 9-23
@@ -199,7 +203,7 @@ def augment(batch: Any, generator: Any) -> Any:
 
 
 @functools.cache
-def _grid_bases(cells: int, size: int) -> tuple[Any, Any]:
+def _grid_bases(cells: int, size: int) -> tuple[Tensor, Tensor]:
     """Row and column bases of the sampling grid (see ``_warped_grid``): ``size`` x (``cells`` + 2).
 
     The first ``cells`` columns are ``F.interpolate``'s bicubic weights (align_corners=False), read
@@ -216,7 +220,7 @@ def _grid_bases(cells: int, size: int) -> tuple[Any, Any]:
     return torch.cat([bicubic, pos, one], 1).contiguous(), torch.cat([bicubic, one, pos], 1).contiguous()
 
 
-def _warped_grid(theta: Any, warp: Any) -> Any:
+def _warped_grid(theta: Tensor, warp: Tensor) -> Tensor:
     """The sampling grid ``grid_sample`` takes: ``F.affine_grid(theta, (n, 1, IMAGE, IMAGE),
     align_corners=False)`` plus the ``warp`` cells upsampled bicubically (``F.interpolate``).
 
@@ -239,14 +243,14 @@ def _warped_grid(theta: Any, warp: Any) -> Any:
     return grid.permute(0, 2, 3, 1)
 
 
-def _draw(generator: Any, low: int, high: int) -> int:
+def _draw(generator: Generator, low: int, high: int) -> int:
     """One integer in [low, high) from ``generator``."""
     torch = heavy.torch()
 
     return int(torch.randint(low, high, (1,), generator=generator))
 
 
-def _dilate(ink: Any, kh: int = 3, kw: int = 3) -> Any:
+def _dilate(ink: Tensor, kh: int = 3, kw: int = 3) -> Tensor:
     """Max filter over a ``kh`` x ``kw`` window (odd sizes), as two 1-D passes of shifted maxima."""
     torch = heavy.torch()
     F = heavy.load("torch.nn.functional")
@@ -265,7 +269,7 @@ def _dilate(ink: Any, kh: int = 3, kw: int = 3) -> Any:
 _WEIGHT_KERNELS = ((3, 3), (5, 5), (3, 5), (5, 3), (7, 3), (3, 7))
 
 
-def _stroke_weight(ink: Any, generator: Any) -> Any:
+def _stroke_weight(ink: Tensor, generator: Generator) -> Tensor:
     """A fifth of the images dilated (one kernel per batch), 15 % eroded by one pixel."""
     torch = heavy.torch()
 
@@ -281,7 +285,7 @@ def _stroke_weight(ink: Any, generator: Any) -> Any:
     return out
 
 
-def _requantize(ink: Any, generator: Any) -> Any:
+def _requantize(ink: Tensor, generator: Generator) -> Tensor:
     """30 % of the images redrawn on a grid of 9-23 cells (area coverage above 0.45-0.6)."""
     torch = heavy.torch()
     F = heavy.load("torch.nn.functional")
@@ -298,7 +302,7 @@ def _requantize(ink: Any, generator: Any) -> Any:
     return out
 
 
-def _supports(ink: Any, generator: Any) -> Any:
+def _supports(ink: Tensor, generator: Generator) -> Tensor:
     """For 35 % of the images, one or two supports: in a random band of columns 3-8 px wide, the
     gap below a random ink run is filled down to the next ink (or to the letter's bottom row).
 
@@ -337,7 +341,7 @@ def _supports(ink: Any, generator: Any) -> Any:
     return out
 
 
-def _cutouts(ink: Any, generator: Any) -> Any:
+def _cutouts(ink: Tensor, generator: Generator) -> Tensor:
     """A fifth of the images lose one rectangle of 6-17 px (a missing or fallen block)."""
     torch = heavy.torch()
 
@@ -350,7 +354,7 @@ def _cutouts(ink: Any, generator: Any) -> Any:
     return ink
 
 
-def _normalize(img: Any, *, channels_last: bool = False) -> Any:
+def _normalize(img: Tensor, *, channels_last: bool = False) -> Tensor:
     """(img - 0.5) / 0.5 on three channels; ``channels_last`` lays it out as training wants it
     (one copy instead of two)."""
     torch = heavy.torch()
@@ -359,7 +363,7 @@ def _normalize(img: Any, *, channels_last: bool = False) -> Any:
     return ((img - 0.5) / 0.5).expand(-1, 3, -1, -1).contiguous(memory_format=layout)
 
 
-def build_model(seed: int) -> Any:
+def build_model(seed: int) -> ResNetForImageClassification:
     """Small ResNet (basic blocks, widths 16-128): ~0.3 M parameters, > 1,000 images/s on 2 cores."""
     torch = heavy.torch()
     transformers = heavy.transformers()
@@ -378,7 +382,7 @@ def build_model(seed: int) -> Any:
     return transformers.ResNetForImageClassification(config)
 
 
-def processor() -> Any:
+def processor() -> ViTImageProcessor:
     return heavy.transformers().ViTImageProcessor(
         do_resize=True,
         size={"height": INPUT, "width": INPUT},
@@ -391,13 +395,16 @@ def processor() -> Any:
     )
 
 
-def train(data: Any, target: Any, *, epochs: int, seed: int, lr: float, label: str, batch: int = 128) -> Any:
+def train(
+    data: Tensor, target: Tensor, *, epochs: int, seed: int, lr: float, label: str, batch: int = 128
+) -> ResNetForImageClassification:
     """AdamW + one-cycle, label smoothing 0.1 (softer, better calibrated softmax vectors)."""
     torch = heavy.torch()
 
     # channels_last: oneDNN's convolutions run about a fifth faster on CPU in that layout; the
     # model goes back to the default layout before it is returned (and saved).
-    model = build_model(seed).to(memory_format=torch.channels_last)
+    # (transformers wraps ``Module.to`` with functools.wraps, which mypy reads as unbound)
+    model = build_model(seed).to(memory_format=torch.channels_last)  # type: ignore[call-arg]
     generator = torch.Generator().manual_seed(seed)
     steps = epochs * ((len(target) + batch - 1) // batch)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=5e-4)
@@ -434,15 +441,15 @@ class FoldJob:
     """One model to train and measure: (data, target) tensors to train on, named test sets."""
 
     label: str
-    train: tuple[Any, Any]
-    tests: dict[str, tuple[Any, Any]]
+    train: tuple[Tensor, Tensor]
+    tests: dict[str, tuple[Tensor, Tensor]]
     epochs: int
     seed: int
     lr: float
     threads: int
 
 
-def run_fold(job: FoldJob) -> dict[str, Any]:
+def run_fold(job: FoldJob) -> dict[str, LetterMetrics]:
     """Train ``job``'s model and return the metrics of every test set (runs in a worker process)."""
     torch = heavy.torch()
 
@@ -455,7 +462,7 @@ def run_fold(job: FoldJob) -> dict[str, Any]:
     }
 
 
-def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, Any]]:
+def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, LetterMetrics]]:
     """:func:`run_fold` for every job, ``workers`` processes side by side (spawned: no forked
     OpenMP state); results in the order of ``jobs``."""
     import multiprocessing
@@ -467,7 +474,7 @@ def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, Any]]:
         return list(pool.map(run_fold, jobs))
 
 
-def logits_of(model: Any, data: Any, batch: int = 256) -> Any:
+def logits_of(model: ResNetForImageClassification, data: Tensor, batch: int = 256) -> Tensor:
     """Logits for 128 px uint8 renders through the same 2x box reduction and normalization."""
     torch = heavy.torch()
     F = heavy.load("torch.nn.functional")
@@ -480,7 +487,7 @@ def logits_of(model: Any, data: Any, batch: int = 256) -> Any:
     return torch.cat(out) if out else torch.zeros(0, len(LETTERS))
 
 
-def fit_temperature(logits: Any, target: Any) -> float:
+def fit_temperature(logits: Tensor, target: Tensor) -> float:
     """Temperature minimizing the negative log-likelihood (grid search 0.5..3.0, step 0.05)."""
     torch = heavy.torch()
 
@@ -492,17 +499,17 @@ def fit_temperature(logits: Any, target: Any) -> float:
     return best[1]
 
 
-def apply_temperature(model: Any, temperature: float) -> None:
+def apply_temperature(model: ResNetForImageClassification, temperature: float) -> None:
     """Fold 1/T into the classification head, so the saved checkpoint's softmax is calibrated."""
     torch = heavy.torch()
 
-    head = model.classifier[-1]
+    head = cast("Linear", model.classifier[-1])
     with torch.no_grad():
         head.weight.div_(temperature)
         head.bias.div_(temperature)
 
 
-def metrics(probs: list[list[float]], labels: list[int]) -> dict[str, Any]:
+def metrics(probs: list[list[float]], labels: list[int]) -> LetterMetrics:
     """Top-1, per-letter accuracy, top confusions, expected calibration error, mean confidence."""
     n = len(labels)
     if n == 0:
@@ -541,11 +548,11 @@ def metrics(probs: list[list[float]], labels: list[int]) -> dict[str, Any]:
     }
 
 
-def softmax_rows(logits: Any) -> list[list[float]]:
+def softmax_rows(logits: Tensor) -> list[list[float]]:
     return [[float(v) for v in row] for row in logits.softmax(-1)]
 
 
-def heap_stats(split: Split) -> dict[str, Any]:
+def heap_stats(split: Split) -> HeapStats:
     """Levels, heaps, and non-heap levels whose build put ink beside the letter."""
     keep = split.keep
     return {

@@ -39,7 +39,6 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from worldforge import heavy
 from worldforge.core.canonical import pretty_json
@@ -50,6 +49,12 @@ from worldforge.pcg.similarity.training import card
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
 from worldforge.pcg.similarity.training.grids import beside_ink
+from worldforge.pcg.similarity.training.records import (
+    CorpusSummary,
+    FoldResult,
+    PngMetrics,
+    TrainingMeta,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 DEFAULT_OUT = ROOT / "worldforge" / "pcg" / "assets" / "letter-classifier"
@@ -122,7 +127,7 @@ def pick(splits: list[lt.Split], *, family: str | None = None, split: str | None
     ]
 
 
-def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> dict[str, Any]:
+def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> dict[str, FoldResult]:
     """Train without F, test on every (non-heap) level of F, for every training family F.
 
     The folds are independent: ``--fold-workers`` processes run them side by side, each with
@@ -159,13 +164,16 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
             )
         )
     results = lt.run_folds(jobs[:last_round], workers) + lt.run_folds(jobs[last_round:], workers)
-    folds: dict[str, Any] = {}
+    folds: dict[str, FoldResult] = {}
     for held, job, result in zip(held_out, jobs, results, strict=True):
         train = [s for s in pick(splits, split="train") if s.family != held]
-        folds[held] = {
+        folds[held] = {  # the test sets in the order of ``job.tests``
             "trained_on": sorted({s.family for s in train}),
             "train_levels": len(job.train[1]),
-            **result,
+            "test": result["test"],
+            "test_beside_ink": result["test_beside_ink"],
+            "test_as_drawn": result["test_as_drawn"],
+            "hand": result["hand"],
         }
         print(
             f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']})",
@@ -174,7 +182,7 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
     return folds
 
 
-def classify_pngs(folder: Path, split_list: list[lt.Split]) -> dict[str, Any]:
+def classify_pngs(folder: Path, split_list: list[lt.Split]) -> PngMetrics:
     """Metrics of the saved checkpoint on the full-size PNGs (the similarity stage's input path)."""
     from worldforge.pcg.similarity.classifier import load_classifier
 
@@ -182,7 +190,7 @@ def classify_pngs(folder: Path, split_list: list[lt.Split]) -> dict[str, Any]:
     pngs = [s.png[i] for s in split_list for i in s.keep]
     labels = [s.labels[i] for s in split_list for i in s.keep]
     result = clf.classify(pngs, batch_size=64, embedding=False)
-    out = lt.metrics(result.softmax, labels)
+    out = PngMetrics(**lt.metrics(result.softmax, labels))
     out["programs_digest"] = digest_payload([s.programs[i] for s in split_list for i in s.keep])
     return out
 
@@ -278,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             "hand": classify_pngs(args.baseline, pick(splits, family="hand")),
         }
     train_splits = pick(splits, split="train")
-    corpus = {
+    corpus: CorpusSummary = {
         "families": list(lf.TRAIN_FAMILIES),
         "eval_only_families": list(lf.EVAL_ONLY_FAMILIES),
         "levels": sum(len(s.programs) for s in splits),
@@ -287,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "train_data_digest": digest_bytes(b"".join(s.small[i] for s in train_splits for i in s.keep)),
         "train_levels": len(target),
     }
-    meta = {
+    meta: TrainingMeta = {
         "seed": args.seed,
         "epochs": args.epochs,
         "lofo_epochs": args.lofo_epochs,

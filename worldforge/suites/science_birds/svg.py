@@ -95,24 +95,41 @@ def _hatch(pid: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One program's bar: ``kind`` is ``plain``, ``baseline`` or ``winner``; ``tag`` follows the value."""
+    """One program's bar: ``kind`` is ``plain``, ``baseline`` or ``winner``; ``tag`` follows the value.
+
+    ``low``/``high`` (both or neither) draw an error bar: the 95 % interval of the value.
+    """
 
     label: str
     value: float
     kind: str = "plain"
     tag: str = ""
     title: str = ""
+    low: float | None = None
+    high: float | None = None
+
+
+def _error_bar(x0: float, scale: float, y: float, low: float, high: float) -> str:
+    """A horizontal interval with end caps across the bar's middle (dark on any fill)."""
+    a, b = x0 + max(low, 0.0) * scale, x0 + max(high, 0.0) * scale
+    stroke = f'stroke="{TEXT}" stroke-width="1.5"'
+    return (
+        f'<g class="errorbar"><line x1="{_c(a)}" y1="{_c(y)}" x2="{_c(b)}" y2="{_c(y)}" {stroke}/>'
+        f'<line x1="{_c(a)}" y1="{_c(y - 6)}" x2="{_c(a)}" y2="{_c(y + 6)}" {stroke}/>'
+        f'<line x1="{_c(b)}" y1="{_c(y - 6)}" x2="{_c(b)}" y2="{_c(y + 6)}" {stroke}/></g>'
+    )
 
 
 def bar_chart(
     bars: Sequence[Bar], *, label: str, pid: str, reference: tuple[str, float] | None = None
 ) -> str:
     """Horizontal bars, one per row in the given order, each under its label (so the bars keep the
-    full width on a phone); baselines hatched, winners green, and an optional dashed reference
-    line (the value a winner has to beat)."""
+    full width on a phone); baselines hatched, winners green, an error bar where a bar has an
+    interval, and an optional dashed reference line (the value a winner has to beat)."""
     x0, x1, row, top = 8.0, 330.0, 42.0, 4.0
     bottom = top + row * max(len(bars), 1)
-    vmax = nice_max(max([b.value for b in bars] + [reference[1] if reference else 0.0]))
+    highs = [b.high for b in bars if b.high is not None]
+    vmax = nice_max(max([b.value for b in bars] + highs + [reference[1] if reference else 0.0]))
     scale = (x1 - x0) / vmax
     parts = [_hatch(pid), _axis(x0, x1, top, bottom, vmax)]
     for i, bar in enumerate(bars):
@@ -124,11 +141,16 @@ def bar_chart(
             fill = f'fill="{WINNER_FILL if bar.kind == "winner" else PLAIN_FILL}"'
         tip = bar.title or f"{bar.label}: {num(bar.value, 6)}"
         value = num(bar.value, 4) + (f" \u00b7 {bar.tag}" if bar.tag else "")
+        whisker, right = "", w
+        if bar.low is not None and bar.high is not None:
+            whisker = _error_bar(x0, scale, y + 28, bar.low, bar.high)
+            right = max(w, max(bar.high, 0.0) * scale)
         parts.append(
             f'<g class="bar" data-kind="{esc(bar.kind)}"><title>{esc(tip)}</title>'
             + _text(x0, y + 14, clip(bar.label, 40), extra=' font-weight="600"')
             + f'<rect x="{_c(x0)}" y="{_c(y + 19)}" width="{_c(w)}" height="18" {fill}/>'
-            + _text(x0 + w + 5, y + 32, value, extra=' font-size="12"')
+            + whisker
+            + _text(x0 + right + 5, y + 32, value, extra=' font-size="12"')
             + "</g>"
         )
     if reference is not None:
@@ -157,6 +179,10 @@ def bar_chart(
         parts.append(f'<rect x="{_c(x0)}" y="{_c(y - 10)}" width="14" height="12" {fill}/>')
         parts.append(_text(x0 + 20, y, text))
         y += 18
+    if highs:
+        parts.append(_error_bar(x0, 1.0, y - 4, 0.0, 14.0))
+        parts.append(_text(x0 + 20, y, "95 % interval (letter bootstrap)"))
+        y += 18
     if reference is not None:
         parts.append(
             f'<line x1="{_c(x0)}" y1="{_c(y - 4)}" x2="{_c(x0 + 14)}" y2="{_c(y - 4)}" '
@@ -164,7 +190,8 @@ def bar_chart(
         )
         parts.append(_text(x0 + 20, y, f"{reference[0]} ({num(reference[1], 4)})"))
         y += 18
-    return _svg(410, y - 6, label, "".join(parts), font=14)
+    # A value label follows the error bar's end, which may lie at the axis end: room for it.
+    return _svg(500 if highs else 410, y - 6, label, "".join(parts), font=14)
 
 
 def stacked_chart(rows: Sequence[tuple[str, Sequence[float]]], series: Sequence[str], *, label: str) -> str:

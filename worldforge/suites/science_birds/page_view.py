@@ -46,7 +46,8 @@ class Trial:
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A ranking row: the program's totals, per-model prompt scores and whether it is a baseline."""
+    """A ranking row: the program's totals, per-model prompt scores and whether it is a baseline;
+    ``low``/``high`` are its 95 % interval when the report carries one (``ci95_low``/``ci95_high``)."""
 
     name: str
     rank: Any
@@ -56,6 +57,8 @@ class Program:
     winner: bool
     baseline: bool
     row: dict[str, Any]
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(slots=True)
@@ -127,6 +130,8 @@ def _read(sections: Mapping[str, Any]) -> View | None:
             winner=bool(row.get("winner")),
             baseline=str(row["program"]) in BUILTIN_PROGRAMS,
             row=row,
+            low=_float(row["ci95_low"]) if "ci95_low" in row else None,
+            high=_float(row["ci95_high"]) if "ci95_high" in row else None,
         )
         for row in ranking
     ]

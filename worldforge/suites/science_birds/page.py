@@ -1,11 +1,12 @@
 """The Science Birds report page: the answer first (winner, ranking), then the charts a person reads
 to see why, then every level, then the numbers and provenance behind them.
 
-Drawn only from the payload (see :mod:`worldforge.reports.science_birds_view`), so the page agrees
-with the JSON, Markdown and CSV reports and is byte-identical for the same payload. Free text that
-came from a model or an error (program text, failure reasons) passes through the project's
-sanitizer again before it is escaped: it is the text most likely to carry something that should
-not be on a page someone attaches to an issue.
+Drawn only from the payload (see :mod:`worldforge.suites.science_birds.page_view`), so the page
+agrees with the JSON, Markdown and CSV reports and is byte-identical for the same payload. Free
+text that came from a model or an error (program text, failure reasons) passes through the
+project's sanitizer again before it is escaped: it is the text most likely to carry something that
+should not be on a page someone attaches to an issue. The suite registers :func:`render_page` with
+the HTML renderer (:func:`worldforge.reports.html.register_html_page`), which never imports it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,23 @@ from worldforge.reports.html_parts import (
     value_html,
 )
 from worldforge.reports.html_sections import finish_page, section_html
-from worldforge.reports.science_birds_view import Program, Trial, View
 from worldforge.reports.sections import interpret, is_safe_png_data_uri
-from worldforge.reports.svg import Bar, Cell, Column, bar_chart, bar_matrix, heatmap, num, stacked_chart
+from worldforge.suites.science_birds.page_view import Program, Trial, View, read_view
+from worldforge.suites.science_birds.svg import (
+    Bar,
+    Cell,
+    Column,
+    bar_chart,
+    bar_matrix,
+    heatmap,
+    num,
+    stacked_chart,
+)
 
 #: Sections this page draws itself; any other section is rendered generically after them.
 DRAWN = ("ranking", "winner", "per_letter", "weights_per_letter", "worst_levels", "worst_levels_gallery")
+#: The ranking's intervals: drawn as error bars and shown under the ranking table, not at the end.
+UNCERTAINTY = "ranking_uncertainty"
 WHY_LIMIT = 160
 NO_LEVEL = '<div class="nolevel">no level</div>'
 #: The ranking table's first columns (the rest follow in payload order).
@@ -62,6 +74,8 @@ def _headline(view: View, payload: Mapping[str, Any]) -> str:
         ("Decided by", esc(view.winner.get("decided_by"))),
         ("Beats the zero-shot baseline", value_html(view.winner.get("winner_beats_zero_shot_baseline"))),
     ]
+    if view.winner.get("uncertainty"):  # the rule decides; the intervals say how sure the lead is
+        facts.append(("With 95 % intervals", esc(view.winner["uncertainty"])))
     rule = view.winner.get("tie_break")
     note = f'<p class="note">Tie-break: {esc(rule)}.</p>' if rule else ""
     kind = "headline" if winners else "headline undecided"
@@ -89,7 +103,10 @@ def _ranking(view: View) -> str:
             value=p.normalized,
             kind="winner" if p.winner else "baseline" if p.baseline else "plain",
             tag=" ".join(t for t, on in (("winner", p.winner), ("baseline", p.baseline)) if on),
-            title=f"{p.name}: {num(p.normalized, 6)} of 100 (total {num(p.total, 6)})",
+            title=f"{p.name}: {num(p.normalized, 6)} of 100 (total {num(p.total, 6)})"
+            + (f", 95 % interval {num(p.low, 4)}\u2013{num(p.high, 4)}" if p.high is not None else ""),
+            low=p.low if p.high is not None else None,
+            high=p.high if p.low is not None else None,
         )
         for p in view.programs
     ]
@@ -123,11 +140,29 @@ def _ranking(view: View) -> str:
         "<h2>Ranking</h2>"
         '<div class="charts"><figure><figcaption>Normalised score: each program\'s total as a share of '
         "all programs' totals (100). Baselines are hatched; the dashed line is the zero-shot "
-        f"baseline a winner has to beat.</figcaption>{chart}</figure>"
+        f"baseline a winner has to beat.{_whiskers(view)}</figcaption>{chart}</figure>"
         "<figure><figcaption>Totals per model: each program's total is the sum of its prompt "
         f"scores per model (one colour per model).</figcaption>{stacked}</figure></div>"
         f"{table(columns, rows, numeric)}"
     )
+
+
+def _whiskers(view: View) -> str:
+    """The caption's sentence on the error bars, only when the chart draws them."""
+    if not any(p.high is not None for p in view.programs):
+        return ""
+    return (
+        " Error bars: 95 % intervals from resampling the letters (see Ranking uncertainty); "
+        "overlapping bars are statistical ties."
+    )
+
+
+def _uncertainty(payload: Mapping[str, Any]) -> str:
+    """The intervals' table (or the sentence why there are none), right under the ranking."""
+    sections = payload.get("sections") or {}
+    if UNCERTAINTY not in sections:
+        return ""
+    return section_html(interpret(UNCERTAINTY, sections[UNCERTAINTY]))
 
 
 def _unserved_note(view: View, payload: Mapping[str, Any]) -> str:
@@ -355,6 +390,7 @@ def render_science_birds(payload: dict[str, Any], view: View) -> str:
         _summary_line(view, payload),
         _headline(view, payload),
         _ranking(view),
+        _uncertainty(payload),
         _unserved_note(view, payload),
     ]
     if "baseline_comparison" in sections:
@@ -367,11 +403,18 @@ def render_science_birds(payload: dict[str, Any], view: View) -> str:
         _gallery(view),
     ]
     body.append(_worst(payload))
-    body.append(_rest(payload, view, (*DRAWN, "baseline_comparison", "measurement")))
+    body.append(_rest(payload, view, (*DRAWN, UNCERTAINTY, "baseline_comparison", "measurement")))
     body.append("<h2>Scenario results</h2>" + results_table(payload.get("results", [])))
     if "measurement" in sections:
         body.append(section_html(interpret("measurement", sections["measurement"])))
     return finish_page(payload, body)
 
 
-__all__ = ["DRAWN", "render_science_birds"]
+def render_page(payload: dict[str, Any]) -> str | None:
+    """The suite's HTML page for ``payload`` (registered with the HTML renderer by the suite), or
+    None when the payload does not have this page's shape, so the generic page is rendered."""
+    view = read_view(payload)
+    return render_science_birds(payload, view) if view is not None else None
+
+
+__all__ = ["DRAWN", "render_page", "render_science_birds"]

@@ -1,0 +1,206 @@
+"""Token and cost accounting: what each (model, program) spent, summed from the item records.
+
+Every item record carries its trial's exchanges as the gateway recorded them, each answer with the
+``usage`` the gateway counted against the trial's budget (the same count that bounds each request
+before it is forwarded), so the report's totals are sums over the records, never a second count:
+a resumed run, a stage-cache hit and a ``--replay`` all report the counts that were recorded. A run
+without the gateway has no exchanges; its items' own ``usage`` is summed instead.
+
+Everything here is a pure function of the records (and of the price map, when one is given), so the
+``token_usage`` section and ``ranking.json``'s ``usage`` stay byte-stable and digestable. Wall-clock
+time spent in the gateway depends on the machine: it is never in these payloads, only in the run's
+event log (``gateway.usage`` events, see :func:`wall_seconds_by_program`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from worldforge.config import Price
+from worldforge.core.errors import WorldForgeError
+from worldforge.pcg.letters import LETTERS
+
+#: Digits kept for the derived ratios and costs (the counts themselves are exact integers).
+_RATIO_DIGITS = 4
+_COST_DIGITS = 6
+#: The label of the run's total row.
+ALL = "(all)"
+_COUNTS = ("requests", "prompt_tokens", "completion_tokens", "total_tokens", "failed_trial_tokens")
+
+
+@dataclass(frozen=True)
+class ItemUsage:
+    """One item's requests and tokens, as the gateway counted them."""
+
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def item_usage(record: Mapping[str, Any]) -> ItemUsage:
+    """The item's counts: from its recorded exchanges (every request, answered or refused, and the
+    usage of each answer); without exchanges (a run that bypassed the gateway), its ``usage``."""
+    exchanges = record.get("exchanges")
+    if isinstance(exchanges, list):
+        prompt = completion = 0
+        for exchange in exchanges:
+            response = exchange.get("response") if isinstance(exchange, Mapping) else None
+            usage = response.get("usage") if isinstance(response, Mapping) else None
+            if isinstance(usage, Mapping):
+                prompt += _int(usage.get("prompt_tokens"))
+                completion += _int(usage.get("completion_tokens"))
+        return ItemUsage(len(exchanges), prompt, completion)
+    usage = record.get("usage")
+    if isinstance(usage, Mapping):
+        return ItemUsage(0, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+    return ItemUsage(0, 0, 0)
+
+
+def stable_and_recognised(record: Mapping[str, Any]) -> bool:
+    """A level that scored: no block moved in the simulation, and the classifier's most likely
+    letter is the one asked for."""
+    if record.get("status") != "ok":
+        return False
+    stability = record.get("stability")
+    softmax = record.get("softmax")
+    if not isinstance(stability, Mapping) or stability.get("moving_blocks") != 0:
+        return False
+    if not isinstance(softmax, list) or len(softmax) != len(LETTERS):
+        return False
+    best = max(range(len(softmax)), key=lambda i: float(softmax[i]))
+    return LETTERS[best] == record.get("letter")
+
+
+def check_pricing(pricing: Mapping[str, Price] | None, models: Iterable[str]) -> None:
+    """A price map that lacks a model of the run is refused before any request: a priced run
+    reports the cost of every model or of none."""
+    if pricing is None:
+        return
+    missing = [m for m in models if m not in pricing]
+    if missing:
+        raise WorldForgeError(
+            f"pricing: no price for model(s) {', '.join(missing)}; add them to the `pricing:` map "
+            "or remove the map."
+        )
+
+
+def _row(model: str, program: str, items: Sequence[Mapping[str, Any]], price: Price | None) -> dict[str, Any]:
+    counts = dict.fromkeys(_COUNTS, 0)
+    levels = 0
+    for record in items:
+        use = item_usage(record)
+        counts["requests"] += use.requests
+        counts["prompt_tokens"] += use.prompt_tokens
+        counts["completion_tokens"] += use.completion_tokens
+        counts["total_tokens"] += use.total_tokens
+        if record.get("status") != "ok":
+            counts["failed_trial_tokens"] += use.total_tokens
+        levels += stable_and_recognised(record)
+    row: dict[str, Any] = {"model": model, "program": program, **counts}
+    row["stable_recognised_levels"] = levels
+    row["tokens_per_stable_recognised_level"] = (
+        round(counts["total_tokens"] / levels, _RATIO_DIGITS) if levels else None
+    )
+    if price is not None:
+        row["cost"] = round(price.cost(counts["prompt_tokens"], counts["completion_tokens"]), _COST_DIGITS)
+    return row
+
+
+def usage_rows(
+    records: Mapping[str, Mapping[str, Any]],
+    models: Sequence[str],
+    programs: Sequence[str],
+    pricing: Mapping[str, Price] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (model, program), in run order, then the run's total row (model and program
+    :data:`ALL`); with ``pricing``, each row's cost."""
+    by_pair: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for record in records.values():
+        by_pair.setdefault((str(record["model"]), str(record["program"])), []).append(record)
+    rows = [
+        _row(m, p, by_pair.get((m, p), []), pricing.get(m) if pricing is not None else None)
+        for m in models
+        for p in programs
+    ]
+    total = {"model": ALL, "program": ALL, **{k: sum(r[k] for r in rows) for k in _COUNTS}}
+    levels = sum(r["stable_recognised_levels"] for r in rows)
+    total["stable_recognised_levels"] = levels
+    total["tokens_per_stable_recognised_level"] = (
+        round(total["total_tokens"] / levels, _RATIO_DIGITS) if levels else None
+    )
+    if pricing is not None:
+        total["cost"] = round(sum(r["cost"] for r in rows), _COST_DIGITS)
+    return [*rows, total]
+
+
+def cost_per_program(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each program's cost over every model (rows of a priced run)."""
+    out: dict[str, float] = {}
+    for row in rows:
+        if row["program"] != ALL and "cost" in row:
+            out[row["program"]] = round(out.get(row["program"], 0.0) + row["cost"], _COST_DIGITS)
+    return out
+
+
+def usage_section(rows: Sequence[Mapping[str, Any]], stopped: str | None = None) -> dict[str, Any]:
+    """The report's ``token_usage`` section: the rows, the total (what ``results/summary.json``
+    carries) and, for a priced run, the cost per program."""
+    description = (
+        "Requests and prompt/completion tokens as the gateway counted them, summed over the item "
+        "records; failed_trial_tokens were spent on trials that produced no scored level; a stable "
+        "and recognised level has no moving block and is classified as its letter."
+    )
+    if stopped:
+        description += f" Generation stopped early: {stopped}"
+    section: dict[str, Any] = {
+        "title": "Token usage per model and program",
+        "description": description,
+        "rows": [dict(r) for r in rows],
+        "total": {**rows[-1], **({"stopped": stopped} if stopped else {})},
+    }
+    costs = cost_per_program(rows)
+    if costs:
+        section["cost_per_program"] = costs
+    if stopped:
+        section["stopped"] = stopped
+    return section
+
+
+def wall_seconds_by_program(
+    seconds: Mapping[str, float], records: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Gateway wall-seconds per (model, program) from the gateway's per-item times (this run's
+    requests only: reused items spent none). For the event log, never for a digested payload."""
+    totals: dict[tuple[str, str], float] = {}
+    for item_id, value in seconds.items():
+        record = records.get(item_id)
+        if record is not None:
+            pair = (str(record["model"]), str(record["program"]))
+            totals[pair] = totals.get(pair, 0.0) + value
+    return [
+        {"model": m, "program": p, "gateway_wall_seconds": round(s, 3)}
+        for (m, p), s in sorted(totals.items())
+    ]
+
+
+__all__ = [
+    "ALL",
+    "ItemUsage",
+    "check_pricing",
+    "cost_per_program",
+    "item_usage",
+    "stable_and_recognised",
+    "usage_rows",
+    "usage_section",
+    "wall_seconds_by_program",
+]
