@@ -35,7 +35,7 @@ from worldforge.core.redact import sanitize_text
 from worldforge.core.run_events import RunStatus
 from worldforge.evidence.bundle import EVIDENCE_MANIFEST, MAX_ATTACH_BYTES
 from worldforge.evidence.dsse import seal
-from worldforge.evidence.files import clean_file, rerender_reports
+from worldforge.evidence.files import clean_file, is_binary, rerender_reports
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.keys import SigningKey
 from worldforge.evidence.statement import run_docs, run_statements
@@ -127,15 +127,6 @@ def attest_bundle(
 # -------------------------------------------------------------------------------------- runs
 
 
-def _is_text(data: bytes) -> bool:
-    """What the bundle sanitizes (UTF-8 without NUL); other files it lists by their digest."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return b"\x00" not in data[:8192]
-
-
 def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, bytes], dict[str, str]]:
     """What a bundle of this run would hold: ``(run-relative path -> bundled bytes, subjects)``.
 
@@ -160,7 +151,7 @@ def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, byte
     memo: dict[str, str] = {}
     for rel, data in contents.items():
         written[prefix + rel] = data
-        if len(data) <= MAX_ATTACH_BYTES and _is_text(data):
+        if len(data) <= MAX_ATTACH_BYTES and not is_binary(data):
             sources[prefix + rel] = data
             written[prefix + rel] = clean_file(
                 prefix + rel, data.decode("utf-8"), rendered.get(rel), memo
@@ -168,7 +159,7 @@ def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, byte
     invocation = read_invocation(run_dir)
     _, copies = run_inputs(manifest, {}, invocation[1] if invocation is not None else None)
     for copy in copies:  # the input fixtures the bundle would carry: their digests are in the manifest
-        if copy.reason is None and _is_text(copy.data):
+        if copy.reason is None and not is_binary(copy.data):
             sources[copy.bundle_path] = copy.data
             written[copy.bundle_path] = clean_file(
                 copy.bundle_path, copy.data.decode("utf-8"), None, memo

@@ -41,7 +41,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_value, sanitize_with_ledger
 from worldforge.evidence.detect import KnownValues
-from worldforge.evidence.files import clean_file, rerender_reports
+from worldforge.evidence.files import clean_file, is_binary, rerender_reports
 from worldforge.evidence.gate import (
     GateFinding,
     flag_files,
@@ -89,14 +89,6 @@ class BundleResult:
         return lines
 
 
-def _is_binary(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return b"\x00" in data[:8192]
-
-
 class _Builder:
     def __init__(self, output_dir: Path) -> None:
         self.output_dir = output_dir
@@ -125,7 +117,7 @@ class _Builder:
             record["reason"] = "local-only: host invocation details and locks stay on this machine"
         elif len(data) > MAX_ATTACH_BYTES:
             record["reason"] = f"excluded: file exceeds the {MAX_ATTACH_BYTES}-byte attachment limit"
-        elif _is_binary(data):
+        elif is_binary(data):
             record["reason"] = "excluded: binary file cannot be sanitized; digest listed for reference"
         else:
             cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered, self.memo)

@@ -41,6 +41,16 @@ from worldforge.reports.markdown import render_gallery_markdown
 STRUCTURED_RULE = "structured-value"
 
 
+def is_binary(data: bytes) -> bool:
+    """Bytes a bundle cannot sanitize as text (not UTF-8, or a NUL in the first 8 KiB): it lists
+    them by digest instead of copying them."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return b"\x00" in data[:8192]
+
+
 @dataclass(frozen=True)
 class Cleaned:
     """A file's bundled bytes, what was redacted in it, and how it was made safe."""
@@ -256,4 +266,4 @@ def rerender_reports(kind: str, files: dict[str, bytes]) -> dict[str, str]:
     return out
 
 
-__all__ = ["STRUCTURED_RULE", "Cleaned", "clean_file", "rerender_reports"]
+__all__ = ["STRUCTURED_RULE", "Cleaned", "clean_file", "is_binary", "rerender_reports"]

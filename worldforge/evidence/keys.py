@@ -16,12 +16,12 @@ error naming it (:mod:`worldforge.heavy`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from worldforge import heavy
+from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 
@@ -61,7 +61,7 @@ def _public_der(public_key: Any) -> bytes:
 
 def key_id(public_key: Any) -> str:
     """Hex SHA-256 of the public key's DER SubjectPublicKeyInfo (what ``keyid`` holds)."""
-    return hashlib.sha256(_public_der(public_key)).hexdigest()
+    return digest_bytes(_public_der(public_key)).removeprefix("sha256:")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,11 @@ REQUEST_LOCAL_PATH = f"{LOCAL_DIR}/{REQUEST_NAME}"
 # beside the artifacts, never one of them, since they are written after the run's digests are final.
 ATTESTATION_NAME = "attestations.intoto.jsonl"
 RESERVED_EVENTS = ("run.started", "run.resumed", "run.finished", "run.failed")
-_RESERVED_NAMES = {MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, LOCAL_DIR, ATTESTATION_NAME, REQUEST_NAME}
+#: Files a run holds beside its artifacts, never in its artifact index: the manifest, the event log,
+#: the lock, the attestation (checked by ``runs verify`` against its own subjects) and the request
+#: the run answers (outside every digest by design).
+UNINDEXED_NAMES = (MANIFEST_NAME, EVENTS_NAME, LOCK_NAME, ATTESTATION_NAME, REQUEST_NAME)
+_RESERVED_NAMES = {*UNINDEXED_NAMES, LOCAL_DIR}
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -165,6 +169,7 @@ __all__ = [
     "REQUEST_LOCAL_PATH",
     "REQUEST_NAME",
     "RESERVED_EVENTS",
+    "UNINDEXED_NAMES",
     "RESULT_PATH",
     "SCHEMA_VERSION",
     "RunLock",

@@ -17,13 +17,11 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import RunStatus
 from worldforge.workspace.eventlog import read_chain
 from worldforge.workspace.layout import (
-    ATTESTATION_NAME,
     EVENTS_NAME,
     LOCAL_DIR,
-    LOCK_NAME,
     MANIFEST_NAME,
-    REQUEST_NAME,
     RESULT_PATH,
+    UNINDEXED_NAMES,
     RunLock,
     compute_input_digest,
     items_digest,
@@ -201,11 +199,7 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
     report.checked["artifacts"] = len(index)
     for path in sorted(run_dir.rglob("*")):
         rel = path.relative_to(run_dir).as_posix()
-        if path.is_dir() or rel in (MANIFEST_NAME, EVENTS_NAME, LOCK_NAME) or rel.startswith(LOCAL_DIR + "/"):
-            continue
-        if rel == ATTESTATION_NAME:  # checked by ``runs verify`` against its own subjects
-            continue
-        if rel == REQUEST_NAME:  # the request the run answers: outside every digest by design
+        if path.is_dir() or rel in UNINDEXED_NAMES or rel.startswith(LOCAL_DIR + "/"):
             continue
         if rel not in index and status in (RunStatus.COMPLETED, RunStatus.FAILED):
             report.add("unindexed-file", prefix + rel, "file is not listed in the manifest or event log")

@@ -53,7 +53,7 @@ DOES_NOT_COVER = (
 )
 
 
-def _clean(value: float) -> float:
+def rounded(value: float) -> float:
     """Rounded to 1e-9 (no ``-0.0``): what is written never shows float noise below that."""
     return round(float(value), 9) + 0.0
 
@@ -128,6 +128,16 @@ def resample_counts(letters: int, resamples: int, seed: int) -> np.ndarray:
     return flat.reshape(resamples, letters)
 
 
+def weighted_totals(counts: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per resample and column, the count-weighted sum of ``matrix`` over letters
+    (``resamples x columns``), letter by letter in a fixed order: no BLAS reduction."""
+    weights = counts.astype(np.float64)
+    totals = np.zeros((weights.shape[0], matrix.shape[1]), dtype=np.float64)
+    for j in range(matrix.shape[0]):
+        totals += weights[:, j : j + 1] * matrix[j : j + 1, :]
+    return totals
+
+
 def normalized_scores(counts: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """100 * total / sum of totals per resample (``resamples x programs``).
 
@@ -136,11 +146,8 @@ def normalized_scores(counts: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     a fixed order, letter by letter then program by program; a resample whose totals are all 0 is
     divided by 1, as the official script does.
     """
-    weights = counts.astype(np.float64)
-    totals = np.zeros((weights.shape[0], matrix.shape[1]), dtype=np.float64)
-    for j in range(matrix.shape[0]):
-        totals += weights[:, j : j + 1] * matrix[j : j + 1, :]
-    denominator = np.zeros(weights.shape[0], dtype=np.float64)
+    totals = weighted_totals(counts, matrix)
+    denominator = np.zeros(totals.shape[0], dtype=np.float64)
     for k in range(matrix.shape[1]):
         denominator += totals[:, k]
     divider = np.where(denominator != 0.0, denominator, 1.0)
@@ -164,6 +171,13 @@ def percentile(sorted_values: np.ndarray, q: float) -> np.ndarray:
     return sorted_values[low] + fraction * (sorted_values[high] - sorted_values[low])
 
 
+def percentile_interval(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The :data:`LEVEL` percentile interval of each column of ``draws`` (resamples x columns)."""
+    ordered = np.sort(draws, axis=0)
+    tail = (1 - LEVEL) / 2
+    return percentile(ordered, tail), percentile(ordered, 1 - tail)
+
+
 @dataclass(frozen=True)
 class BootstrapIntervals:
     """Per program (column order of the matrix): point estimate, 95 % interval, rank interval.
@@ -185,15 +199,15 @@ def bootstrap_intervals(matrix: np.ndarray, *, resamples: int, seed: int) -> Boo
     n_letters = matrix.shape[0]
     point = normalized_scores(np.ones((1, n_letters), dtype=np.int64), matrix)[0]
     draws = normalized_scores(resample_counts(n_letters, resamples, seed), matrix)
-    ordered = np.sort(draws, axis=0)
+    lower, upper = percentile_interval(draws)
     ranks = np.sort(draw_ranks(draws), axis=0)
     tail = (1 - LEVEL) / 2
     # Ranks are whole numbers: the interval reaches outward to the order statistics around each
     # percentile, so it never claims a narrower rank range than the draws show.
     return BootstrapIntervals(
         point=point,
-        lower=percentile(ordered, tail),
-        upper=percentile(ordered, 1 - tail),
+        lower=lower,
+        upper=upper,
         rank_lower=ranks[math.floor((resamples - 1) * tail)],
         rank_upper=ranks[math.ceil((resamples - 1) * (1 - tail))],
         draws=draws,
@@ -415,14 +429,14 @@ def ranking_uncertainty(
     else:
         order = sorted(range(n_programs), key=lambda k: -float(point[k]))
         baselines = {n for n in scores.programs if is_baseline_name(n)}
-    lows = [_clean(boot.lower[k]) for k in order]
-    highs = [_clean(boot.upper[k]) for k in order]
+    lows = [rounded(boot.lower[k]) for k in order]
+    highs = [rounded(boot.upper[k]) for k in order]
     shared = shared_ranks(lows, highs)
     intervals = tuple(
         ProgramInterval(
             program=scores.programs[k],
             baseline=scores.programs[k] in baselines,
-            normalized=_clean(point[k]),
+            normalized=rounded(point[k]),
             lower=lows[i],
             upper=highs[i],
             rank_lower=int(boot.rank_lower[k]),
@@ -444,10 +458,10 @@ def ranking_uncertainty(
         AdjacentComparison(
             ahead=scores.programs[a],
             behind=scores.programs[b],
-            p_ahead=_clean(p_ahead),
-            letter_difference=_clean(diff),
-            test=SignFlipResult(_clean(t.statistic), _clean(t.p_value), t.nonzero, t.method, t.flips),
-            p_holm=_clean(p_holm),
+            p_ahead=rounded(p_ahead),
+            letter_difference=rounded(diff),
+            test=SignFlipResult(rounded(t.statistic), rounded(t.p_value), t.nonzero, t.method, t.flips),
+            p_holm=rounded(p_holm),
         )
         for (a, b, p_ahead, diff, t), p_holm in zip(pairs, adjusted, strict=True)
     )
@@ -479,6 +493,9 @@ def uncertainty_for(
 
 
 __all__ = [
+    "percentile_interval",
+    "rounded",
+    "weighted_totals",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "DOES_NOT_COVER",

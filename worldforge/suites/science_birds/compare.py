@@ -32,13 +32,18 @@ import numpy as np
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs.prompt import PromptProgram
-from worldforge.pcg.scoring.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_LETTERS, MIN_PROGRAMS
+from worldforge.pcg.scoring.uncertainty import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MIN_LETTERS,
+    MIN_PROGRAMS,
+    rounded,
+)
 from worldforge.suites.science_birds.compare_stats import (
     ProgramChange,
     mean_or_zero,
     method_note,
     paired_changes,
-    rounded,
 )
 from worldforge.suites.science_birds.scores import score_model
 from worldforge.workspace.eventlog import read_chain

@@ -26,17 +26,19 @@ import numpy as np
 
 from worldforge.core.seeds import derive_seed
 from worldforge.pcg.scoring.pairtests import SignFlipResult, holm_adjust, sign_flip_test
-from worldforge.pcg.scoring.uncertainty import LEVEL, normalized_scores, percentile, resample_counts
+from worldforge.pcg.scoring.uncertainty import (
+    LEVEL,
+    normalized_scores,
+    percentile_interval,
+    resample_counts,
+    rounded,
+    weighted_totals,
+)
 
 #: A Holm-adjusted sign-flip p below this flags a program's change as significant.
 ALPHA = 0.05
 #: A per-letter difference within this fraction of the larger score is float noise, not a change.
 NOISE = 1e-12
-
-
-def rounded(value: float) -> float:
-    """Rounded to 1e-9 (no ``-0.0``), as every written number of the comparison is."""
-    return round(float(value), 9) + 0.0
 
 
 @dataclass(frozen=True)
@@ -99,21 +101,6 @@ class ProgramChange:
         }
 
 
-def _weighted_totals(counts: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Per draw and column, the count-weighted sum over letters (letter by letter, no BLAS)."""
-    totals = np.zeros((counts.shape[0], matrix.shape[1]), dtype=np.float64)
-    weights = counts.astype(np.float64)
-    for j in range(matrix.shape[0]):
-        totals += weights[:, j : j + 1] * matrix[j : j + 1, :]
-    return totals
-
-
-def _interval(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ordered = np.sort(draws, axis=0)
-    tail = (1 - LEVEL) / 2
-    return percentile(ordered, tail), percentile(ordered, 1 - tail)
-
-
 def paired_changes(
     matrix_a: np.ndarray,
     matrix_b: np.ndarray,
@@ -139,14 +126,14 @@ def paired_changes(
     # below any real change on letters the program did not change: that is no difference at all.
     noise = NOISE * np.maximum(np.abs(before), np.abs(after))
     differences = np.where(np.abs(differences) <= noise, 0.0, differences)
-    prompt_point = _weighted_totals(ones, differences)[0] / n_letters
-    prompt_draws = _weighted_totals(counts, differences) / n_letters
+    prompt_point = weighted_totals(ones, differences)[0] / n_letters
+    prompt_draws = weighted_totals(counts, differences) / n_letters
     norm_point = normalized_scores(ones, matrix_b)[0][cols_b] - normalized_scores(ones, matrix_a)[0][cols_a]
     norm_draws = (
         normalized_scores(counts, matrix_b)[:, cols_b] - normalized_scores(counts, matrix_a)[:, cols_a]
     )
-    prompt_low, prompt_high = _interval(prompt_draws)
-    norm_low, norm_high = _interval(norm_draws)
+    prompt_low, prompt_high = percentile_interval(prompt_draws)
+    norm_low, norm_high = percentile_interval(norm_draws)
     tests = [
         sign_flip_test([float(v) for v in differences[:, k]], seed=derive_seed("runs-diff", seed, k))
         for k in range(len(pairs))
@@ -190,4 +177,4 @@ def mean_or_zero(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
 
 
-__all__ = ["ALPHA", "ProgramChange", "mean_or_zero", "method_note", "paired_changes", "rounded"]
+__all__ = ["ALPHA", "ProgramChange", "mean_or_zero", "method_note", "paired_changes"]
