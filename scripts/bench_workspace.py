@@ -115,7 +115,7 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
         if not (report.ok and run_report.ok):
             raise RuntimeError("bundle or run failed verification during the benchmark")
         file_count = result.manifest["included_count"] + result.manifest["excluded_count"]
-        attest = bench_attest(Path(tmp), run.dir, result.output_dir, result.manifest)
+        attest = bench_attest(Path(tmp), ws, run.run_id, run.dir)
     return [
         {
             "name": "bundle_5000_file_run",
@@ -138,27 +138,49 @@ def bench_bundle(files: int, parent: Path) -> list[dict[str, Any]]:
     ]
 
 
-def bench_attest(tmp: Path, run_dir: Path, bundle_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """What ``runs bundle --attest --sign-key`` adds to the bundle, and ``eval --attest`` to the run."""
-    from worldforge.evidence.attest import attest_bundle, attest_run, check_attestable
+def bench_attest(tmp: Path, ws: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
+    """What ``runs bundle --attest --sign-key`` adds to the bundle, and ``eval --attest`` to the run.
+
+    Measured on the command's own path: the runs are checked before anything is written
+    (``check_runs``), then a second bundle of the same run is built with the signing callback, timed
+    on its own, so the figure is what attesting adds and not the bundle's own (noisier) seconds.
+    """
+    from worldforge.evidence.attest import attest_bundle, attest_run, check_runs
+    from worldforge.evidence.bundle import build_bundle
     from worldforge.evidence.keys import generate_keypair, load_signing_key
 
     private, _, _ = generate_keypair(tmp / "keys")
     key = load_signing_key(private)
     start, cpu = time.perf_counter(), os.times().user
-    check_attestable(run_dir)
-    attest_bundle(bundle_dir, manifest, key)
-    bundle_s, bundle_cpu_s = time.perf_counter() - start, os.times().user - cpu
+    check_runs(ws, [run_id])
+    check_s, check_cpu_s = time.perf_counter() - start, os.times().user - cpu
+    timed: dict[str, float] = {}
+
+    def attest(bundle_dir: Path, manifest: dict[str, Any], written: dict[str, bytes]) -> object:
+        start, cpu = time.perf_counter(), os.times().user
+        target = attest_bundle(bundle_dir, manifest, key, written)
+        timed["wall"], timed["cpu"] = time.perf_counter() - start, os.times().user - cpu
+        return target
+
+    build_bundle(ws, [run_id], tmp / "bundle-attested", attest=attest)
+    if "wall" not in timed:
+        raise RuntimeError("the bundle gate refused the benchmark run: nothing was attested")
+    added_s = check_s + timed["wall"]
     start = time.perf_counter()
     attest_run(run_dir, key)
     run_s = time.perf_counter() - start
     return {
         "name": "attest_5000_file_bundle",
-        "value": round(bundle_s, 3),
+        "value": round(added_s, 3),
         "unit": "seconds",
         "budget": 1.0,
-        "passed": bundle_s < 1.0,
-        "detail": {"user_cpu_s": round(bundle_cpu_s, 3), "attest_run_in_place_s": round(run_s, 3)},
+        "passed": added_s < 1.0,
+        "detail": {
+            "check_runs_s": round(check_s, 3),
+            "sign_s": round(timed["wall"], 3),
+            "user_cpu_s": round(check_cpu_s + timed["cpu"], 3),
+            "attest_run_in_place_s": round(run_s, 3),
+        },
     }
 
 

@@ -619,3 +619,23 @@ def test_prune_refuses_symlinks_out_of_runs(tmp_path: Path) -> None:
     by_id = {c["run_id"]: c for c in applied["candidates"]}
     assert by_id["20000101T000000.000Z-000000000000"]["reason"] == "refused: outside DIR/runs"
     assert (outside / "keep.txt").exists()
+
+
+def test_verify_reports_added_files_links_and_an_item_swapped_for_a_directory(tmp_path: Path) -> None:
+    """What a completed run did not write is named: a stray file, a link to a directory (reported,
+    not walked into: its target's files are not the run's) and an item record replaced by a folder."""
+    run_dir = make_run(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not part of the run\n")
+    (run_dir / "reports" / "extra.md").write_text("added later\n")
+    (run_dir / "linked").symlink_to(outside, target_is_directory=True)
+    problems = {(p.code, p.path) for p in verify_run(run_dir).problems}
+    assert problems == {("unindexed-file", "reports/extra.md"), ("unindexed-file", "linked")}
+    (run_dir / "reports" / "extra.md").unlink()
+    (run_dir / "linked").unlink()
+    item = next((run_dir / "items").glob("*.json"))
+    item.unlink()
+    item.mkdir()
+    codes = {p.code for p in verify_run(run_dir).problems}
+    assert "artifact-missing" in codes and "items-digest-mismatch" in codes
