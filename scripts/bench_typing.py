@@ -14,6 +14,10 @@ it stands for, and ``Handle = Any`` makes ``x: Handle`` count as ``: Any``.
 * ``dict_str_any``: every ``dict[str, Any]`` (or ``Dict[str, Any]``) in an annotation, wherever it
   sits inside it (``list[dict[str, Any]] | None`` counts once).
 
+Guards, so that a lower headline cannot come from renaming the looseness (reported, not in the
+headline): ``mapping_str_any`` (``Mapping``/``MutableMapping[str, Any]`` anywhere in an annotation),
+``casts`` (calls of ``cast``/``typing.cast``) and ``type_ignores`` (``# type: ignore`` comments).
+
 Prints one JSON object and writes it with ``--output``.
 """
 
@@ -88,6 +92,30 @@ def _aliases(trees: list[ast.Module]) -> dict[str, tuple[int, int]]:
     return found
 
 
+def _mapping_str_any(node: ast.AST) -> int:
+    """``Mapping[str, Any]`` / ``MutableMapping[str, Any]`` occurrences inside an annotation."""
+    count = 0
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript):
+            name = sub.value.id if isinstance(sub.value, ast.Name) else getattr(sub.value, "attr", None)
+            args = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else []
+            if name in ("Mapping", "MutableMapping") and len(args) == 2 and _is_any(args[1]):
+                count += 1
+    return count
+
+
+def _casts(tree: ast.Module) -> int:
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "cast")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "cast")
+        )
+    )
+
+
 def _annotations(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -107,7 +135,9 @@ def measure(package: Path) -> dict[str, object]:
     trees = [ast.parse(p.read_text("utf-8"), filename=str(p)) for p in files]
     lines = sum(len(p.read_text("utf-8").splitlines()) for p in files)
     aliases = _aliases(trees)
-    any_params = any_returns = dict_str_any = 0
+    any_params = any_returns = dict_str_any = mapping_str_any = 0
+    casts = sum(_casts(tree) for tree in trees)
+    type_ignores = sum(p.read_text("utf-8").count("# type: ignore") for p in files)
     for tree in trees:
         for kind, annotation in _annotations(tree):
             whole_any = _is_any(annotation) or (
@@ -118,6 +148,7 @@ def measure(package: Path) -> dict[str, object]:
             elif whole_any:
                 any_returns += 1
             dict_str_any += _dict_str_any(annotation, aliases)
+            mapping_str_any += _mapping_str_any(annotation)
 
     def per_kloc(n: int) -> float:
         return round(1000 * n / lines, 2)
@@ -132,6 +163,7 @@ def measure(package: Path) -> dict[str, object]:
         "dict_str_any": dict_str_any,
         "dict_str_any_per_kloc": per_kloc(dict_str_any),
         "aliases_expanded": sorted(aliases),
+        "guards": {"mapping_str_any": mapping_str_any, "casts": casts, "type_ignores": type_ignores},
     }
 
 
