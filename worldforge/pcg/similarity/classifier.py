@@ -31,9 +31,8 @@ import io
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -47,6 +46,7 @@ from worldforge.core.digests import digest_file, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_image, rows_from_png
+from worldforge.pcg.similarity.predictions import Classification, Prediction
 from worldforge.pcg.similarity.prep import PrepSpec, ShortcutTable, shortcut_values
 
 if TYPE_CHECKING:  # torch loads lazily, through worldforge.heavy
@@ -65,52 +65,6 @@ _TABLE_PROCESSORS = {"ViTImageProcessor", "ViTImageProcessorPil"}
 _CONVOLUTION_FILTERS = {1, 2, 3, 4, 5}  # Pillow LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING
 _READABLE_MODES = {"L", "RGB", "RGBA", "RGBX"}  # read in place; anything else is converted to RGB
 _TRUE = {"1", "true", "yes", "on"}
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One image: softmax over A..Z, its argmax letter and (optionally) the embedding."""
-
-    softmax: list[float]
-    embedding: list[float] | None
-
-    @property
-    def top(self) -> str:
-        return LETTERS[max(range(len(LETTERS)), key=self.softmax.__getitem__)]
-
-    @property
-    def confidence(self) -> float:
-        return max(self.softmax)
-
-
-class Classification(Sequence[Prediction]):
-    """Batch result: a sequence of :class:`Prediction` with row views ``softmax``/``embeddings``."""
-
-    def __init__(self, predictions: list[Prediction]) -> None:
-        self._items = predictions
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, index: int) -> Prediction:  # type: ignore[override]
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Prediction]:
-        return iter(self._items)
-
-    @property
-    def softmax(self) -> list[list[float]]:
-        return [p.softmax for p in self._items]
-
-    @property
-    def embeddings(self) -> list[list[float]] | None:
-        if any(p.embedding is None for p in self._items):
-            return None
-        return [p.embedding for p in self._items if p.embedding is not None]
-
-    @property
-    def top(self) -> list[str]:
-        return [p.top for p in self._items]
 
 
 def letter_indices(id2label: Mapping[Any, Any], *, source: str) -> list[int]:
@@ -581,9 +535,7 @@ __all__ = [
     "BUNDLED_DIR",
     "BUNDLED_ID",
     "OFFICIAL_MODEL_ID",
-    "Classification",
     "LetterClassifier",
-    "Prediction",
     "letter_indices",
     "load_classifier",
     "pick_device",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.digests import digest_file
+from worldforge.pcg.similarity.training import unseen
 from worldforge.pcg.similarity.training.records import TrainingMeta
 
 
@@ -98,7 +99,8 @@ nice -n 10 .venv/bin/python scripts/train_letter_classifier.py --seed {meta["see
 
 
 def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
-    """The dataset manifest: shipped files, the hand-drawn fixture, families and corpus digest."""
+    """The dataset manifest: shipped files, the hand-drawn and frozen evaluation fixtures (the latter
+    with its glyph source's package version and font digests), families and corpus digest."""
     files = [
         (folder / "model.safetensors", "application/octet-stream", "Bundled letter classifier weights."),
         (folder / "config.json", "application/json", "Bundled letter classifier config."),
@@ -108,6 +110,12 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
             root / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json",
             "application/json",
             "Hand-drawn letters on the block grid: the never-trained evaluation family.",
+        ),
+        (
+            unseen.FIXTURE,
+            "application/json",
+            "Frozen evaluation-only family 'fixed': X11 bitmap letters built by the lintels-and-posts rule; "
+            "never trained on or tuned with.",
         ),
     ]
     entries = [
@@ -122,6 +130,9 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
         }
         for path, media, description in files
     ]
+    # The frozen family's glyph source: the package version and the digest of every font file it
+    # was drawn from (a rebuild refuses other files, ``unseen.check_glyph_source``).
+    entries[-1]["metadata"] = {"glyph_source": unseen.load_fixture()["source"]}
     corpus = meta["corpus"]
     return {
         "schema_version": 1,
@@ -131,7 +142,9 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
             "Small ResNet letter classifier trained on Science Birds level images of five independent letter "
             "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons, block-built letters), "
             "each level built with drop_block and run through WorldForge's converter -> Box2D -> render "
-            "pipeline; a sixth, hand-drawn family is only evaluated. The images are not stored; "
+            "pipeline; a sixth, hand-drawn family is only evaluated, and so is a seventh, frozen one "
+            "(X11 bitmap faces built by another placement rule; its programs are stored). The images are "
+            "not stored; "
             "scripts/train_letter_classifier.py regenerates them and the checkpoint from seeds."
         ),
         "license": (
@@ -145,7 +158,8 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
             "version": "2",
             "notes": (
                 "Debian packages fonts-dejavu-core, fonts-liberation, fonts-freefont-ttf, fonts-noto-core, "
-                "fonts-terminus-otb provide the glyph sources."
+                "fonts-terminus-otb provide the glyph sources; xfonts-base those of the frozen "
+                "evaluation-only family (needed only to rebuild it)."
             ),
         },
         "privacy": {

@@ -16,7 +16,12 @@ Measurement:
   full-size PNG renders (processor-exact, as the similarity stage);
 * per-letter accuracy, top confusions and expected calibration error (15 bins) everywhere; the
   shipped head is temperature-scaled on the held-out seeds (the temperature is folded into the
-  weights, so the checkpoint format does not change).
+  weights, so the checkpoint format does not change), and each fold's model is measured again at a
+  temperature fitted the same way on the held-out seeds of the families it trained on
+  (``test_calibrated``: the held-out family's calibration with a temperature chosen without it);
+* the frozen evaluation-only family (:mod:`.unseen`: another glyph source, another placement
+  rule, stored programs) is measured by every fold and by the shipped model (``unseen`` in the
+  results file); it is never trained on and chooses nothing.
 
 Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifier/``, the results
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
@@ -45,14 +50,13 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.io import atomic_write_text
 from worldforge.pcg.levels.drop_plan import simulate_drops
-from worldforge.pcg.similarity.training import card
+from worldforge.pcg.similarity.training import card, unseen
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
 from worldforge.pcg.similarity.training.grids import beside_ink
 from worldforge.pcg.similarity.training.records import (
     CorpusSummary,
     FoldResult,
-    PngMetrics,
     TrainingMeta,
 )
 
@@ -127,7 +131,9 @@ def pick(splits: list[lt.Split], *, family: str | None = None, split: str | None
     ]
 
 
-def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> dict[str, FoldResult]:
+def leave_one_family_out(
+    splits: list[lt.Split], frozen: lt.Split, args: argparse.Namespace
+) -> dict[str, FoldResult]:
     """Train without F, test on every (non-heap) level of F, for every training family F.
 
     The folds are independent: ``--fold-workers`` processes run them side by side, each with
@@ -139,6 +145,7 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
     A fold's figures depend on its thread count, not on when it runs.
     """
     hand = lt.as_tensor(pick(splits, family="hand"))
+    frozen_set = lt.as_tensor([frozen])
     jobs = []
     held_out = args.folds or lf.TRAIN_FAMILIES
     workers = max(1, args.fold_workers)
@@ -156,7 +163,9 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
                     "test_beside_ink": lt.as_tensor(pick(splits, family=held), beside=True),
                     "test_as_drawn": lt.as_tensor(pick(splits, family=held), beside=False),
                     "hand": hand,
+                    "unseen": frozen_set,
                 },
+                calibration=lt.as_tensor([s for s in pick(splits, split="heldout") if s.family != held]),
                 epochs=args.lofo_epochs,
                 seed=args.seed,
                 lr=args.lr,
@@ -174,25 +183,17 @@ def leave_one_family_out(splits: list[lt.Split], args: argparse.Namespace) -> di
             "test_beside_ink": result["test_beside_ink"],
             "test_as_drawn": result["test_as_drawn"],
             "hand": result["hand"],
+            "test_calibrated": result["test_calibrated"],
+            "unseen": result["unseen"],
+            "unseen_calibrated": result["unseen_calibrated"],
         }
         print(
-            f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']})",
+            f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']}, "
+            f"ECE {folds[held]['test']['ece']} -> {folds[held]['test_calibrated']['ece']} at "
+            f"T = {folds[held]['test_calibrated'].get('temperature')})",
             file=sys.stderr,
         )
     return folds
-
-
-def classify_pngs(folder: Path, split_list: list[lt.Split]) -> PngMetrics:
-    """Metrics of the saved checkpoint on the full-size PNGs (the similarity stage's input path)."""
-    from worldforge.pcg.similarity.classifier import load_classifier
-
-    clf = load_classifier(folder, device="cpu")
-    pngs = [s.png[i] for s in split_list for i in s.keep]
-    labels = [s.labels[i] for s in split_list for i in s.keep]
-    result = clf.classify(pngs, batch_size=64, embedding=False)
-    out = PngMetrics(**lt.metrics(result.softmax, labels))
-    out["programs_digest"] = digest_payload([s.programs[i] for s in split_list for i in s.keep])
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,9 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     begin = time.monotonic()
     load = os.getloadavg()
     splits = build_splits(args.train_seeds, args.heldout_seeds, args.workers)
-    lt.render_splits(splits, args.workers, args.cache)
+    # The frozen evaluation-only family renders with the corpus but is in none of its digests.
+    frozen = unseen.unseen_split()
+    lt.render_splits([*splits, frozen], args.workers, args.cache)
     render_s = time.monotonic() - begin
-    folds = {} if args.no_lofo else leave_one_family_out(splits, args)
+    folds = {} if args.no_lofo else leave_one_family_out(splits, frozen, args)
     lofo_s = time.monotonic() - begin - render_s
 
     data, target = lt.as_tensor(pick(splits, split="train"))
@@ -270,20 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     model.save_pretrained(args.out)
     lt.processor().save_pretrained(args.out)
 
-    heldout = classify_pngs(args.out, pick(splits, split="heldout"))
+    heldout = lt.classify_pngs(args.out, pick(splits, split="heldout"))
     per_family = {
-        f: classify_pngs(args.out, pick(splits, family=f, split="heldout")) for f in lf.TRAIN_FAMILIES
+        f: lt.classify_pngs(args.out, pick(splits, family=f, split="heldout")) for f in lf.TRAIN_FAMILIES
     }
-    hand = classify_pngs(args.out, pick(splits, family="hand"))
+    hand = lt.classify_pngs(args.out, pick(splits, family="hand"))
+    unseen_figures = {unseen.FAMILY: lt.classify_pngs(args.out, [frozen])}
     baseline = None
     if args.baseline is not None:
         baseline = {
             "weights_digest": digest_file(args.baseline / "model.safetensors"),
             "heldout_per_family": {
-                f: classify_pngs(args.baseline, pick(splits, family=f, split="heldout"))
+                f: lt.classify_pngs(args.baseline, pick(splits, family=f, split="heldout"))
                 for f in lf.TRAIN_FAMILIES
             },
-            "hand": classify_pngs(args.baseline, pick(splits, family="hand")),
+            "hand": lt.classify_pngs(args.baseline, pick(splits, family="hand")),
+            "unseen": {unseen.FAMILY: lt.classify_pngs(args.baseline, [frozen])},
         }
     train_splits = pick(splits, split="train")
     corpus: CorpusSummary = {
@@ -326,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_text(args.out / "training.json", pretty_json(meta))
     atomic_write_text(args.out / "README.md", card.model_card(meta))
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.results, pretty_json({**meta, "baseline": baseline, "timing": timing}))
+    results = {**meta, "baseline": baseline, "timing": timing, "unseen": unseen_figures}
+    atomic_write_text(args.results, pretty_json(results))
     if args.manifest is not None:
         from worldforge.datasets import validate_manifest
 

@@ -21,6 +21,8 @@ class LetterMetrics(TypedDict, total=False):
     ece: float
     mean_confidence: float
     nll: float
+    #: The softmax temperature the figures were measured at, when one was fitted for them.
+    temperature: float
 
 
 class PngMetrics(LetterMetrics, total=False):
@@ -48,6 +50,11 @@ class FoldResult(TypedDict):
     test_beside_ink: LetterMetrics
     test_as_drawn: LetterMetrics
     hand: LetterMetrics
+    #: The held-out family at the temperature fitted on the trained families' held-out seeds.
+    test_calibrated: LetterMetrics
+    #: The frozen evaluation-only family (:mod:`.unseen`), raw and at that temperature.
+    unseen: LetterMetrics
+    unseen_calibrated: LetterMetrics
 
 
 class CorpusSummary(TypedDict):
