@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         "ranking_uncertainty": _uncertainty_cost(),
         "classifier_load_seconds": round(load_s, 3),
         "classifier": classifier_identity,
-        "failed_trials": sum(r.metrics["failed_trials"] for r in report.results),
+        "failed_trials": sum(
+            n for n in (r.metrics.get("failed_trials") for r in report.results) if isinstance(n, int)
+        ),
         "result_digest": report.provenance.result_digest if report.provenance else None,
         "machine": {
             "python": platform.python_version(),

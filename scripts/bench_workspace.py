@@ -148,6 +148,7 @@ def bench_attest(tmp: Path, ws: Path, run_id: str, run_dir: Path) -> dict[str, A
     from worldforge.evidence.attest import attest_bundle, attest_run, check_runs
     from worldforge.evidence.bundle import build_bundle
     from worldforge.evidence.keys import generate_keypair, load_signing_key
+    from worldforge.evidence.manifest import EvidenceManifest
 
     private, _, _ = generate_keypair(tmp / "keys")
     key = load_signing_key(private)
@@ -156,7 +157,7 @@ def bench_attest(tmp: Path, ws: Path, run_id: str, run_dir: Path) -> dict[str, A
     check_s, check_cpu_s = time.perf_counter() - start, os.times().user - cpu
     timed: dict[str, float] = {}
 
-    def attest(bundle_dir: Path, manifest: dict[str, Any], written: dict[str, bytes]) -> object:
+    def attest(bundle_dir: Path, manifest: EvidenceManifest, written: dict[str, bytes]) -> object:
         start, cpu = time.perf_counter(), os.times().user
         target = attest_bundle(bundle_dir, manifest, key, written)
         timed["wall"], timed["cpu"] = time.perf_counter() - start, os.times().user - cpu

@@ -12,12 +12,14 @@ A commented example lives in ``.worldforge.example/config.yaml``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 
 CONFIG_ENV = "WORLDFORGE_CONFIG"
@@ -87,7 +89,7 @@ class Price:
         return {"input": self.input, "output": self.output}
 
 
-def parse_pricing(raw: Any, where: str = "pricing") -> dict[str, Price]:
+def parse_pricing(raw: object, where: str = "pricing") -> dict[str, Price]:
     """``{model: {input: N, output: N}}`` with non-negative prices per million tokens; the model
     names are the run's provider names (``ollama:llama3``). ``WorldForgeError`` names a bad entry."""
     if not isinstance(raw, dict):
@@ -123,7 +125,8 @@ class WorldForgeConfig:
     #: Per-model token prices (``pricing:``); ``None``: the run is not priced.
     pricing: dict[str, Price] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
+        """The configuration as ``worldforge config show`` prints it (the API key masked)."""
         return {
             "workspace_dir": self.workspace_dir.as_posix() if self.workspace_dir else None,
             "retention": vars(self.retention).copy(),
@@ -134,7 +137,7 @@ class WorldForgeConfig:
             "submissions": vars(self.submissions).copy(),
             "attest": {"trusted_keys": [p.as_posix() for p in self.attest.trusted_keys]},
             "pricing": (
-                {m: p.to_dict() for m, p in self.pricing.items()} if self.pricing is not None else None
+                {m: dict(p.to_dict()) for m, p in self.pricing.items()} if self.pricing is not None else None
             ),
         }
 
@@ -161,13 +164,13 @@ _TOP_KEYS = (
 _INDEX_SCHEMES = ("http://", "https://", "file://")
 
 
-def _check_keys(where: str, data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+def _check_keys(where: str, data: Iterable[object], allowed: tuple[str, ...]) -> None:
     for key in data:
         if key not in allowed:
             raise WorldForgeError(f"{where}.{key}: unknown key (allowed: {', '.join(allowed)}).")
 
 
-def _number(where: str, value: Any, *, integer: bool, minimum: float) -> Any:
+def _number(where: str, value: object, *, integer: bool, minimum: float) -> int | float:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -179,7 +182,7 @@ def _number(where: str, value: Any, *, integer: bool, minimum: float) -> Any:
     return value
 
 
-def _section(name: str, raw: Any, label: str) -> Any:
+def _section(name: str, raw: object, label: str) -> Any:
     cls = _SECTIONS[name]
     if raw is None:
         return cls()
@@ -188,7 +191,7 @@ def _section(name: str, raw: Any, label: str) -> Any:
     defaults = cls()
     allowed = tuple(vars(defaults))
     _check_keys(f"{label}:{name}", raw, allowed)
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for key, value in raw.items():
         where = f"{label}:{name}.{key}"
         default = getattr(defaults, key)
@@ -219,7 +222,7 @@ def _section(name: str, raw: Any, label: str) -> Any:
     return cls(**values)
 
 
-def _attest(raw: Any, label: str, base: Path) -> AttestConfig:
+def _attest(raw: object, label: str, base: Path) -> AttestConfig:
     """``attest: {trusted_keys: [PEM path, ...]}``; each path must be a non-empty string."""
     if raw is None:
         return AttestConfig()
@@ -239,7 +242,7 @@ def config_path() -> Path:
     return Path(override) if override else DEFAULT_CONFIG_PATH
 
 
-def parse_config(data: Any, source: Path) -> WorldForgeConfig:
+def parse_config(data: object, source: Path) -> WorldForgeConfig:
     """Validate a parsed YAML document."""
     label = source.as_posix()
     if data is None:
@@ -261,7 +264,7 @@ def parse_config(data: Any, source: Path) -> WorldForgeConfig:
         workspace = path if path.is_absolute() else base / path
     workers = 1
     if "workers" in data:
-        workers = _number(f"{label}:workers", data["workers"], integer=True, minimum=1)
+        workers = int(_number(f"{label}:workers", data["workers"], integer=True, minimum=1))
     classifier = _section("classifier", data.get("classifier"), label)
     if classifier.checkpoint and not Path(classifier.checkpoint).is_absolute():
         classifier = ClassifierConfig(checkpoint=str(base / classifier.checkpoint), device=classifier.device)

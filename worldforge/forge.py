@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.canonical import JSONObject, canonical_json
-from worldforge.core.entities import Action, Position
+from worldforge.core.entities import Action, ActionDict, Position
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
-from worldforge.core.world import World, validate_world_id
+from worldforge.core.world import World, WorldState, validate_world_id
 from worldforge.planning.mpc import LatentMPCController
 from worldforge.providers.base import (
     Capability,
@@ -163,7 +163,7 @@ class WorldForge:
     # -- capabilities ----------------------------------------------------------------------------
     def predict(
         self,
-        world_state: JSONObject,
+        world_state: WorldState,
         action: Action | Mapping[str, object],
         steps: int = 1,
         provider: str = "mock",
@@ -186,9 +186,9 @@ class WorldForge:
         self,
         provider: str,
         *,
-        world_state: JSONObject,
-        goal: JSONObject,
-        candidates: list[list[JSONObject]],
+        world_state: WorldState,
+        goal: Mapping[str, object],
+        candidates: list[list[ActionDict]],
     ) -> ScoreResult:
         payload = {"world_state": world_state, "goal": goal, "candidates": candidates}
         result = self._call(

@@ -20,7 +20,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worldforge.core.canonical import canonical_json, reference_canonical_json
+from worldforge.core.canonical import canonical_json, json_object, reference_canonical_json
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
 
@@ -137,3 +137,12 @@ def test_random_json_matches_rfc8785(value: Any) -> None:
         return
     assert canonical_json(value) == expected
     assert digest_payload(value) == "sha256:" + hashlib.sha256(expected).hexdigest()
+
+
+def test_json_object_narrows_a_checked_object_and_names_what_is_not() -> None:
+    value = {"a": [1, 2.5, None], "b": {"c": "d"}}
+    assert json_object(value, "x") is value
+    with pytest.raises(WorldForgeError, match=r"^x: must be an object\.$"):
+        json_object([value], "x")
+    with pytest.raises(WorldForgeError, match=r"x\.b\.c: value of type tuple"):
+        json_object({"b": {"c": (1,)}}, "x")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from worldforge import Action, BBox, Position, SceneObject, World, WorldForge, WorldForgeError
 from worldforge.core.errors import ProviderError, WorldStateError
+from worldforge.core.world import validate_world_state
 from worldforge.providers.events import InMemoryEventSink
 
 
@@ -260,3 +261,30 @@ def test_world_depends_on_a_runtime_protocol_not_the_facade() -> None:
         loose.predict(Action.noop())
     bound = World("bound", forge=WorldForge())
     assert bound.predict(Action.noop()).world_state["step"] == 1
+
+
+def test_a_snapshot_read_back_gets_its_defaults_and_its_types_checked() -> None:
+    world = World("w")
+    world.add_object("cube", Position(0, 0.5, 0))
+    minimal = {
+        k: v for k, v in world.to_state().items() if k not in ("description", "object_counter", "metadata")
+    }
+    state = validate_world_state(minimal)
+    assert state == {**world.to_state(), "object_counter": 1}
+    assert list(state) == list(world.to_state())
+    for key, bad in (("provider", 3), ("name", None), ("object_counter", -1), ("metadata", [1])):
+        with pytest.raises(WorldForgeError, match=key):
+            validate_world_state({**world.to_state(), key: bad})
+
+
+def test_saved_history_is_checked_and_a_noop_takes_no_parameters() -> None:
+    world = World("w")
+    world.add_object("cube", Position(0, 0.5, 0))
+    saved = world.to_dict()
+    assert World.from_dict(saved).history() == world.history()
+    with pytest.raises(WorldStateError, match=r"history\[0\]: malformed"):
+        World.from_dict(
+            {**saved, "history": [{"step": 0, "summary": 1, "action": None, "state_digest": "x"}]}
+        )
+    with pytest.raises(WorldForgeError, match="noop takes no parameters"):
+        Action.from_dict({"type": "noop", "parameters": {"speed": 1}})

@@ -3,6 +3,7 @@ no second simulation, and keys that follow the level's bytes and the trial count
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,18 @@ def test_keys_follow_bytes_and_trials_and_bad_sidecars_are_ignored(tmp_path: Pat
     files = official_files(src)
     assert {k: v for k, v in files.items() if "/images/" not in k} == expected
     assert len(PhysicsCache(src).entries) == 5  # distinct level bytes (two files share one level)
+
+
+def test_a_sidecar_entry_missing_a_count_is_simulated_again(tmp_path: Path) -> None:
+    src = make_levels(tmp_path)
+    folder.stage_stability(src, workers=1)
+    expected = official_files(src)
+    sidecar = src / CACHE_DIR / "physics.json"
+    data = json.loads(sidecar.read_text(encoding="utf-8"))
+    for entry in data["entries"].values():
+        entry.pop("moving_blocks", None)  # a success entry without it cannot be used
+    sidecar.write_text(json.dumps(data), encoding="utf-8")
+    assert all(entry["error"] is not None for entry in PhysicsCache(src).entries.values())
+    folder.stage_stability(src, workers=1)
+    assert official_files(src) == expected
+    assert all("moving_blocks" in e for e in PhysicsCache(src).entries.values() if e["error"] is None)

@@ -95,3 +95,14 @@ def test_openai_sends_a_cap_servers_accept_and_leaves_out_a_larger_one(openai_st
         "n": 1,
         "seed": 1,
     }
+
+
+def test_token_counts_read_from_metadata_or_records() -> None:
+    from worldforge.core.errors import ProviderError
+    from worldforge.providers.chat import token_count, usage_counts
+
+    assert [token_count(v) for v in (None, 0, "", 7, 7.0, "7")] == [0, 0, 0, 7, 7, 7]
+    assert usage_counts({"prompt_eval_count": 3, "eval_count": "4"}) == (3, 4)
+    assert usage_counts({"prompt_tokens": 5, "prompt_eval_count": 3}) == (5, 0)
+    with pytest.raises(ProviderError, match="token count"):
+        token_count([1])

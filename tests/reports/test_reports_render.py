@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worldforge import WorldForge
+from worldforge import WorldForge, WorldForgeError
 from worldforge.evaluation import (
     EvaluationContext,
     EvaluationReport,
@@ -256,3 +256,34 @@ def test_empty_table_sections_render_a_sentence_not_a_headerless_table() -> None
     assert "<h2>Missing inputs</h2><p>No entries.</p>" in document
     assert "<h2>Comparison</h2><p>Nothing to compare &lt;script&gt;" in document
     assert json.loads(render_report(payload, "json"))["sections"]["bare"]["rows"] == []
+
+
+def test_a_payload_read_back_from_its_json_renders_as_the_report_does() -> None:
+    """Bundles re-render reports from their JSON files: every format must come out the same as
+    from the report built in this process, failure gallery and provenance included."""
+    report = _hostile_report()
+    # Canonical JSON sorts keys, which orders sections and table columns: keep them sorted here.
+    report.sections = {
+        "levels": {"images": [{"caption": f"A {HOSTILE}", "src": PNG_1x1}], "title": "Level gallery"},
+        "per_letter": [{"letter": "A", "note": HOSTILE, "score": 0.5}, {"letter": "B", "score": 1.0}],
+        "summary": {"count": 3, "ok": True},
+    }
+    payload = report.to_dict()
+    assert "failure_gallery" in payload and "provenance" in payload
+    loaded = json.loads(render_report(payload, "json"))
+    for fmt in ("json", "markdown", "csv", "html"):
+        assert render_report(loaded, fmt) == render_report(payload, fmt), fmt
+
+
+def test_a_malformed_payload_part_is_named() -> None:
+    payload = _hostile_report().to_dict()
+    broken = {**payload, "results": [{"provider": "mock"}, "not an object"]}
+    for fmt in ("markdown", "csv", "html"):
+        with pytest.raises(WorldForgeError, match="'results' must be a list of objects"):
+            render_report(broken, fmt)
+    wrong_score = {
+        **payload,
+        "provider_summaries": [{**payload["provider_summaries"][0], "average_score": None}],
+    }
+    with pytest.raises(WorldForgeError, match="average_score must be a number"):
+        render_markdown(wrong_score)

@@ -33,8 +33,11 @@ REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 # and ranking.json's usage; both pins below move for that alone (the run without intervals carries
 # the same new section). The input is unchanged: pricing enters it only when a run is priced, and
 # the run's token limit never does. Gateway wall-seconds stay in the event log, out of the result.
-SUITE_RESULT = "sha256:a2722df07a17d52a0f609416752c8161eb851f21c242f9bf136790437abeb82b"
-SUITE_RESULT_WITHOUT_INTERVALS = "sha256:3c62cf70528c7759ffde2cf7beb067a0cda678cb948c0ae9b0a8f340201d773d"
+# Re-pinned for the classifier's top-2 margin (docs/classifier.md): each item record gains "margin"
+# (likeliest letter's probability minus the runner-up's, from the recorded softmax) and the result's
+# worst_levels rows carry it; both pins move for that alone, the input and the folder stages do not.
+SUITE_RESULT = "sha256:38f1584057d8868159cb1f656d12dc442590fb8fda94e43498baa35eae6cec10"
+SUITE_RESULT_WITHOUT_INTERVALS = "sha256:36e9b6c955e5c0725b294f01c99598d84b846ca825c45a5913c3fcf16b352b95"
 SUITE_INPUT = "sha256:6014e9dd1ede034cfc6602a9ffdbaaa4885f8af82206775ceea69cf75f989da3"
 STAGES = {
     "extract": "sha256:6bcf2e24f401b2f93f947c95cbb4ccd66941f04df9ab297cd197a17c35312820",

@@ -150,6 +150,9 @@ def test_end_to_end_mock_in_run_workspace(tmp_path: Path, pixel_classifier: None
         assert digest_file(image) == rec["image"]["digest"] == rec["stages"]["render"]["digest"]
         assert 0.0 <= rec["sta"] <= 1.0 and rec["sim"] == rec["softmax"][LETTERS.index(rec["letter"])]
         assert rec["thumbnail"].startswith("data:image/png;base64,")
+        # the classifier's top-2 margin, recomputable from the recorded softmax by any reader
+        first, second = sorted(rec["softmax"], reverse=True)[:2]
+        assert rec["margin"] == pytest.approx(first - second, abs=1e-7) and 0.0 <= rec["margin"] <= 1.0
     # results: one per (model, program), scores equal to an independent recomputation
     assert [(r.provider, r.scenario) for r in report.results] == [
         ("mock", "zero-shot"),

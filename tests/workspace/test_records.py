@@ -12,7 +12,7 @@ from worldforge.cli.app import app
 from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace import start_run
-from worldforge.workspace.records import ItemFile, RunManifest
+from worldforge.workspace.records import ItemFile, RunManifest, read_item_file, read_item_files
 
 REF = Path(__file__).parents[1] / "fixtures" / "reference-levels"
 
@@ -77,3 +77,37 @@ def test_unknown_schema_and_missing_fields_are_named(tmp_path: Path) -> None:
         RunManifest.from_dict({k: v for k, v in data.items() if k != "config_digest"}, source="m.json")
     with pytest.raises(WorldForgeError, match="field 'record' is missing"):
         ItemFile.from_dict({"item_id": "a", "input_digest": "x", "record_digest": "y"})
+
+
+def test_entries_and_environment_of_another_shape_are_named(tmp_path: Path) -> None:
+    with start_run(tmp_path, kind="evaluation", argv=["worldforge", "x"], config={}) as run:
+        run.add_input_value("suite", {"id": "planning"})
+        run.complete({})
+    data = run.manifest
+    no_digest = [{k: v for k, v in data["inputs"][0].items() if k != "digest"}]
+    with pytest.raises(WorldForgeError, match=r"m\.json: inputs\[0\]: field 'digest' is missing or not str"):
+        RunManifest.from_dict({**data, "inputs": no_digest}, source="m.json")
+    bad_git = {**data["environment"], "git": {"commit": 7, "dirty": False}}
+    with pytest.raises(WorldForgeError, match=r"field 'environment\.git\.commit' is neither str nor null"):
+        RunManifest.from_dict({**data, "environment": bad_git}, source="m.json")
+    with pytest.raises(WorldForgeError, match=r"field 'dataset_manifests' is not a list of objects"):
+        RunManifest.from_dict({**data, "dataset_manifests": ["levels.json"]}, source="m.json")
+
+
+def test_item_files_are_read_by_id_and_a_broken_one_is_skipped(tmp_path: Path) -> None:
+    with start_run(tmp_path, kind="evaluation", argv=["worldforge", "x"], config={}) as run:
+        for name in ("a", "b", "c"):
+            run.record_item(name, "sha256:" + "0" * 64, {"v": name})
+        run.complete({})
+    paths = sorted((run.dir / "items").glob("*.json"))
+    paths[0].write_text("{not json", encoding="utf-8")
+    body = json.loads(paths[1].read_text(encoding="utf-8"))
+    paths[1].write_text(json.dumps({k: v for k, v in body.items() if k != "record_digest"}), encoding="utf-8")
+    kept = {json.loads(p.read_text())["item_id"] for p in paths[2:]}
+    items = read_item_files(run.dir)
+    assert set(items) == kept and len(kept) == 1
+    assert [item.record for item in items.values()] == [{"v": next(iter(kept))}]
+    with pytest.raises(WorldForgeError, match=r"unreadable \(JSONDecodeError\)"):
+        read_item_file(paths[0])
+    with pytest.raises(WorldForgeError, match="field 'record_digest' is missing"):
+        read_item_file(paths[1])

@@ -23,16 +23,15 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import Any, NotRequired, TypedDict, TypeVar
 
 from worldforge.benchmark.presets import Preset
+from worldforge.benchmark.scene import BenchmarkScene, load_scene
 from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.entities import Action, Position
 from worldforge.core.errors import ProviderError, StageError, WorldForgeError
 from worldforge.core.redact import sanitize_text
-from worldforge.datasets import find_repo_root
 from worldforge.forge import WorldForge
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.convert import convert
@@ -182,38 +181,21 @@ def _describe(value: object) -> object:
     return repr(type(value).__name__)
 
 
-def _load_scene(inputs: dict[str, Any]) -> dict[str, Any]:
-    import json
-
-    raw = inputs.get("scene")
-    if not isinstance(raw, str):
-        raise WorldForgeError("preset inputs.scene: expected a repository-relative path to a scene fixture.")
-    candidates = [Path(raw), find_repo_root(Path.cwd()) / raw, Path(__file__).resolve().parents[2] / raw]
-    for path in candidates:
-        if path.is_file():
-            scene: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-            return scene
-    raise WorldForgeError(f"preset inputs.scene: {raw!r} not found.")
-
-
-def _provider_calls(forge: WorldForge, provider: str, scene: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+def _provider_calls(
+    forge: WorldForge, provider: str, scene: BenchmarkScene
+) -> dict[str, Callable[[], object]]:
     """One zero-argument call per operation; world setup happens here, outside the timed region."""
 
-    bench = scene.get("benchmark") or {}
-    predict = bench.get("predict") or {}
     world = forge.create_world("benchmark-scene", provider)
-    for obj in scene.get("objects", []):
-        pos = obj["position"]
-        world.add_object(obj["name"], Position(pos["x"], pos["y"], pos["z"]))
+    for name, (x, y, z) in scene.objects:
+        world.add_object(name, Position(x, y, z))
     state = world.to_state()
-    cube = world.find_object(predict.get("object", "cube"))
-    target = predict.get("target", {"x": 0.25, "y": 0.5, "z": 0.0})
-    move = Action.move_to(target["x"], target["y"], target["z"], object_id=cube.id)
-    steps = int(predict.get("steps", 2))
-    goal: JSONObject = {"targets": [{"object_id": cube.id, "position": target}]}
+    cube = world.find_object(scene.predict_object)
+    move = Action.move_to(*scene.target_xyz, object_id=cube.id)
+    steps = scene.steps
+    goal: JSONObject = {"targets": [{"object_id": cube.id, "position": scene.target}]}
     candidates = [[move.to_dict()], [Action.noop().to_dict()]]
-    prompt = str(bench.get("generate_prompt", "benchmark orbiting cube"))
-    text = str(bench.get("embed_text", "benchmark cube state"))
+    prompt, text = scene.generate_prompt, scene.embed_text
     return {
         "predict": lambda: forge.predict(state, move, steps, provider),
         "score": lambda: forge.score_actions(provider, world_state=state, goal=goal, candidates=candidates),
@@ -222,7 +204,7 @@ def _provider_calls(forge: WorldForge, provider: str, scene: dict[str, Any]) -> 
     }
 
 
-def _run_op(op: _Op, call: Callable[[], Any], n: int, concurrency: int) -> None:
+def _run_op(op: _Op, call: Callable[[], object], n: int, concurrency: int) -> None:
     start = time.perf_counter()
     if concurrency == 1:
         for _ in range(n):
@@ -244,7 +226,7 @@ def run_providers(
 ) -> list[OpMetrics]:
     """Run the ``providers`` harness; returns one metrics dict per (provider, operation)."""
 
-    scene = _load_scene(preset.inputs)
+    scene = load_scene(preset.inputs)
     retries: dict[tuple[str, str], int] = {}
 
     def count_retries(event: ProviderEvent) -> None:

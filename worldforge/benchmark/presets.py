@@ -14,7 +14,6 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -195,7 +194,7 @@ def load_preset(name_or_path: str) -> Preset:
             d / f"{name_or_path}.yaml" for d in preset_dirs() if (d / f"{name_or_path}.yaml").is_file()
         ]
         if not matches:
-            names = ", ".join(p["name"] for p in list_presets()) or "none"
+            names = ", ".join(str(p["name"]) for p in list_presets()) or "none"
             raise WorldForgeError(f"--preset: unknown preset {name_or_path!r} (available: {names}).")
         path = matches[0]
         label = f"presets/{path.name}"
@@ -213,10 +212,11 @@ def load_preset(name_or_path: str) -> Preset:
     return preset
 
 
-def list_presets() -> list[dict[str, Any]]:
-    """Every preset found, first directory wins on name clashes, sorted by name."""
+def list_presets() -> list[JSONObject]:
+    """Every preset found (its :meth:`Preset.to_dict`, or its name and the error that makes it
+    invalid), first directory wins on name clashes, sorted by name."""
 
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, JSONObject] = {}
     for directory in preset_dirs():
         for path in sorted(directory.glob("*.yaml")):
             if path.stem in found:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from worldforge.benchmark.harness import (
     BenchmarkReport,
@@ -34,6 +34,13 @@ from worldforge.workspace import Run, start_run
 BENCHMARK_KIND = "benchmark"
 
 
+class BenchmarkRequestRecord(TypedDict):
+    """A benchmark request as JSON: what :meth:`BenchmarkRequest.to_record` writes."""
+
+    preset: str
+    iterations: int | None
+
+
 @dataclass(frozen=True)
 class BenchmarkRequest:
     """One benchmark: a preset by name or YAML path (a relative path is relative to where the
@@ -42,12 +49,12 @@ class BenchmarkRequest:
     preset: str
     iterations: int | None = None
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> BenchmarkRequestRecord:
         """The request as JSON (what a run records)."""
         return {"preset": self.preset, "iterations": self.iterations}
 
     @classmethod
-    def from_record(cls, data: Any) -> BenchmarkRequest:
+    def from_record(cls, data: object) -> BenchmarkRequest:
         """The request :meth:`to_record` wrote; ``WorldForgeError`` for any other shape."""
         if not isinstance(data, Mapping) or set(data) != {"preset", "iterations"}:
             raise WorldForgeError("benchmark request: expected an object with 'preset' and 'iterations'.")
@@ -117,4 +124,4 @@ def run_benchmark(
         return execute(run)
 
 
-__all__ = ["BENCHMARK_KIND", "BenchmarkRequest", "run_benchmark"]
+__all__ = ["BENCHMARK_KIND", "BenchmarkRequest", "BenchmarkRequestRecord", "run_benchmark"]

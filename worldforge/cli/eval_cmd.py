@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -32,6 +32,9 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.io import atomic_write_text
 from worldforge.core.redact import sanitize_value
+
+if TYPE_CHECKING:  # imported where it is used: ``worldforge --help`` stays fast
+    from worldforge.evidence.keys import SigningKey
 
 FORMATS = ("markdown", "json", "csv", "html")
 LIST_FORMATS = ("table", "json")
@@ -73,10 +76,10 @@ def _typed_options(
     executor: str | None = None,
     ray_address: str | None = None,
     max_connections: int | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Suite options exactly as typed: an option the user did not give is not passed at all."""
 
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     if programs:
         options["programs"] = list(programs)
     for key, value in (
@@ -110,7 +113,7 @@ def _default_workspace() -> Path | None:
     return default_run_workspace()
 
 
-def _signer(attest: bool, sign_key: Path | None, workspace: Path | None) -> Any:
+def _signer(attest: bool, sign_key: Path | None, workspace: Path | None) -> SigningKey | None:
     """The signing key for ``--attest`` (``None``: unsigned), checked before anything runs."""
     if sign_key is not None and not attest:
         raise WorldForgeError("a signing key (--sign-key) needs --attest as well.")
@@ -123,7 +126,7 @@ def _signer(attest: bool, sign_key: Path | None, workspace: Path | None) -> Any:
     return load_signing_key(sign_key) if sign_key is not None else None
 
 
-def _attest_run(workspace: Path, run_id: str, signer: Any) -> None:
+def _attest_run(workspace: Path, run_id: str, signer: SigningKey | None) -> None:
     """Attest the run ``evaluate`` just finished, where it lies (the outcome names it)."""
     from worldforge.evidence.attest import attest_run
     from worldforge.workspace.store import resolve_run_dir

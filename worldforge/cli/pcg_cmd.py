@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -30,7 +30,12 @@ from worldforge.core.io import atomic_write_bytes
 from worldforge.workspace import Run, optional_run
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from worldforge.pcg.competition.orchestrate import StageRequest
+    from worldforge.pcg.competition.records import StageRecord
+    from worldforge.pcg.levels.level import Level
+    from worldforge.pcg.sim.physics import StabilityResult
 
 pcg_app = typer.Typer(
     name="pcg",
@@ -207,7 +212,7 @@ def render_cmd(
             _add_input(run, "level", level)
             data, name = _read_input(level)
             parsed = parse_level_xml(data, source=name)
-            source: Any = parsed if no_simulate else simulate(parsed, trials=trials)
+            source: Level | StabilityResult = parsed if no_simulate else simulate(parsed, trials=trials)
             if color:
                 buf = io.BytesIO()
                 render_color(source, size=1024).save(buf, format="PNG")
@@ -236,7 +241,7 @@ class _RichProgress:
             console=Console(stderr=True),
             transient=False,
         )
-        self._task: Any = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _RichProgress:
         self._progress.start()
@@ -356,7 +361,7 @@ def stage_cmd(
 
 def run_stage_request(
     request: StageRequest, workspace: Path | None, argv: list[str], resume_run: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[StageRecord]:
     """Run ``request`` (recorded in ``workspace`` when given, resuming ``resume_run``), print each
     stage's counts on stderr and the stage reports on stdout; ``pcg stage`` and ``runs resume``
     both come here."""
@@ -374,7 +379,7 @@ def run_stage_request(
         if "succeeded" in rep:
             print(
                 f"{rep['stage']}: {rep['succeeded']} succeeded, {rep['failed']} failed"
-                + (f" (log: {source / rep['log']})" if rep.get("log") else ""),
+                + (f" (log: {source / log})" if (log := rep.get("log")) else ""),
                 file=sys.stderr,
             )
     _write_stdout(json.dumps(results, indent=2, default=str) + "\n")

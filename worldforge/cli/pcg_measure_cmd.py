@@ -8,23 +8,47 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import typer
 
 from worldforge.cli._common import check_format, cli_errors, format_option
 from worldforge.core.errors import WorldForgeError
 
+if TYPE_CHECKING:  # imported where it is used: ``worldforge --help`` stays fast
+    from worldforge.pcg.similarity.predictions import Prediction
+
 FORMATS = ("text", "json")
 
 
-def _payload(paths: list[Path], result: Any, identity: dict[str, str], embedding: bool) -> dict[str, Any]:
+class ClassifiedImage(TypedDict):
+    """One image of ``pcg classify --format json``: the letter, its confidence, every letter's
+    probability and, with ``--embedding``, the embedding."""
+
+    image: str
+    top: str
+    confidence: float
+    softmax: dict[str, float]
+    embedding: NotRequired[list[float] | None]
+
+
+class ClassifyPayload(TypedDict):
+    """``pcg classify --format json``: the classifier's identity and one entry per image."""
+
+    classifier: dict[str, str]
+    images: list[ClassifiedImage]
+
+
+def _payload(
+    paths: list[Path], result: Sequence[Prediction], identity: dict[str, str], embedding: bool
+) -> ClassifyPayload:
     from worldforge.pcg.letters import LETTERS
 
     images = []
     for path, pred in zip(paths, result, strict=True):
-        item: dict[str, Any] = {
+        item: ClassifiedImage = {
             "image": str(path),
             "top": pred.top,
             "confidence": pred.confidence,

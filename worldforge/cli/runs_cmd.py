@@ -11,7 +11,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -28,9 +28,14 @@ from worldforge.core.errors import GateFailure, WorldForgeError
 from worldforge.core.redact import sanitize_text
 from worldforge.core.run_events import RunStatus
 from worldforge.workspace import apply_prune, list_runs, plan_prune, resolve_run_dir
+from worldforge.workspace.diff import RunDiffReport
 from worldforge.workspace.records import read_run_manifest
 from worldforge.workspace.resume import plan_resume
 from worldforge.workspace.store import run_summary
+
+if TYPE_CHECKING:  # imported where they are used, so ``worldforge --help`` stays fast
+    from worldforge.evidence.attest_verify import AttestationCheck
+    from worldforge.workspace.verify import VerifyReport
 
 runs_app = typer.Typer(
     name="runs",
@@ -52,7 +57,7 @@ def _workspace(value: Path | None, legacy: Path | None = None) -> Path:
     return default_workspace_dir()
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
 
     sys.stdout.write(pretty_json(value))
 
@@ -117,7 +122,8 @@ def show_cmd(
         if fmt == "json":
             _print_json(shown)
             return
-        commit = (manifest.environment.get("git") or {}).get("commit")
+        git = manifest.environment["git"]
+        commit = git["commit"] if git is not None else None
         out = [
             f"run {manifest.run_id}",
             f"  kind:          {manifest.kind}",
@@ -147,7 +153,7 @@ def show_cmd(
         typer.echo("\n".join(out))
 
 
-def _diff_text(result: dict[str, Any], markdown: bool) -> str:
+def _diff_text(result: RunDiffReport, markdown: bool) -> str:
     a, b = result["a"], result["b"]
     verdict = "identical results" if result["identical_results"] else "results differ"
     if markdown:
@@ -283,7 +289,9 @@ def verify_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
-def _check_attestation(ws: Path, target: str, report: Any, key_paths: list[Path]) -> Any:
+def _check_attestation(
+    ws: Path, target: str, report: VerifyReport, key_paths: list[Path]
+) -> AttestationCheck | None:
     """Check the target's attestation with ``--key`` (else ``attest.trusted_keys``); its problems join
     the report's. ``None`` when there is no attestation and no key was given: nothing to say."""
     from worldforge.config import load_config
@@ -296,11 +304,11 @@ def _check_attestation(ws: Path, target: str, report: Any, key_paths: list[Path]
     return check if check.present or key_paths else None
 
 
-def _attestation_json(check: Any) -> dict[str, Any]:
+def _attestation_json(check: AttestationCheck | None) -> dict[str, object]:
     return {} if check is None else {"attestation": check.to_dict()}
 
 
-def _attestation_line(check: Any) -> str:
+def _attestation_line(check: AttestationCheck) -> str:
     """One line: how many Statements and subjects, and what the signature check concluded."""
     if not check.present:
         return "attestation: none (nothing signed)"

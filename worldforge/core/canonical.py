@@ -65,6 +65,18 @@ def ensure_json_native(value: object, path: str = "$") -> None:
     raise WorldForgeError(f"{path}: value of type {type(value).__name__} is not JSON-native.")
 
 
+def json_object(value: object, field_name: str) -> JSONObject:
+    """``value`` as a :data:`JSONObject` once checked: a ``dict`` (else "must be an object") that is
+    JSON-native throughout (else :func:`ensure_json_native`'s error naming the key path).
+
+    The one narrowing from an untyped value (a file, a reply, a caller's argument) to open JSON, so
+    readers get a typed object instead of repeating the two checks."""
+    if not isinstance(value, dict):
+        raise WorldForgeError(f"{field_name}: must be an object.")
+    ensure_json_native(value, field_name)
+    return value
+
+
 _SAFE_INT = 2**53 - 1  # RFC 8785 / I-JSON integer domain (rfc8785 rejects anything beyond it)
 _MIN_POSITIONAL = 1e-4  # below this, Python's repr switches to exponent form earlier than ECMAScript
 
@@ -164,6 +176,7 @@ __all__ = [
     "canonical_json",
     "canonical_json_text",
     "ensure_json_native",
+    "json_object",
     "pretty_json",
     "reference_canonical_json",
     "to_json_native",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
 from worldforge.core.canonical import canonical_json
 from worldforge.core.errors import WorldForgeError
@@ -32,7 +31,7 @@ def digest_text(text: str) -> str:
     return digest_bytes(text.encode("utf-8"))
 
 
-def digest_payload(value: Any) -> str:
+def digest_payload(value: object) -> str:
     """Digest of a JSON-native value's canonical encoding."""
     return digest_bytes(canonical_json(value))
 

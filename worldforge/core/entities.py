@@ -12,8 +12,9 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from worldforge.core.canonical import JSONObject, json_object
 from worldforge.core.errors import WorldForgeError
 
 ACTION_KINDS: tuple[str, ...] = ("move_to", "spawn_object", "noop")
@@ -30,7 +31,7 @@ def _finite(value: object, field_name: str) -> float:
     return number
 
 
-def _mapping(value: object, field_name: str) -> Mapping[str, Any]:
+def _mapping(value: object, field_name: str) -> Mapping[object, object]:
     if not isinstance(value, Mapping):
         raise WorldForgeError(f"{field_name}: expected an object, got {type(value).__name__}.")
     return value
@@ -137,6 +138,17 @@ class BBox:
         )
 
 
+class SceneObjectDict(TypedDict):
+    """:meth:`SceneObject.to_dict`: one entry of a world snapshot's ``objects``."""
+
+    id: str
+    name: str
+    position: PositionDict
+    bbox: BBoxDict
+    is_graspable: bool
+    metadata: JSONObject
+
+
 @dataclass(frozen=True, slots=True)
 class SceneObject:
     """An object in a world. ``id`` is assigned deterministically by the owning world."""
@@ -146,7 +158,7 @@ class SceneObject:
     bbox: BBox
     id: str = ""
     is_graspable: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -168,7 +180,7 @@ class SceneObject:
             metadata=dict(self.metadata),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SceneObjectDict:
         return {
             "id": self.id,
             "name": self.name,
@@ -196,7 +208,29 @@ class SceneObject:
         metadata = data.get("metadata", {})
         if not isinstance(metadata, dict):
             raise WorldForgeError(f"{field_name}.metadata: must be an object.")
-        return cls(name, position, bbox, object_id, graspable, dict(metadata))
+        return cls(
+            name, position, bbox, object_id, graspable, dict(json_object(metadata, f"{field_name}.metadata"))
+        )
+
+
+class ActionParameters(TypedDict, total=False):
+    """An action's parameters; which keys are set depends on the kind: ``move_to`` has ``target``
+    and ``speed`` (and ``object_id`` when it addresses one object), ``spawn_object`` has ``name``,
+    ``position`` and ``bbox``, ``noop`` has none."""
+
+    target: PositionDict
+    speed: float
+    object_id: str
+    name: str
+    position: PositionDict
+    bbox: BBoxDict
+
+
+class ActionDict(TypedDict):
+    """:meth:`Action.to_dict`: what providers receive as an action and plans record."""
+
+    type: str
+    parameters: ActionParameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +238,7 @@ class Action:
     """A world action: ``move_to``, ``spawn_object`` or ``noop``, with JSON-native parameters."""
 
     kind: str
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: ActionParameters = field(default_factory=lambda: ActionParameters())
 
     def __post_init__(self) -> None:
         if self.kind not in ACTION_KINDS:
@@ -222,7 +256,7 @@ class Action:
         speed_value = _finite(speed, "action.parameters.speed")
         if speed_value <= 0:
             raise WorldForgeError("action.parameters.speed: must be > 0.")
-        params: dict[str, Any] = {"target": target.to_dict(), "speed": speed_value}
+        params: ActionParameters = {"target": target.to_dict(), "speed": speed_value}
         if object_id is not None:
             params["object_id"] = object_id
         return cls("move_to", params)
@@ -243,10 +277,10 @@ class Action:
     def target(self) -> Position | None:
         if self.kind != "move_to":
             return None
-        return Position.from_dict(self.parameters["target"], "action.parameters.target")
+        return Position.from_dict(self.parameters.get("target"), "action.parameters.target")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.kind, "parameters": dict(self.parameters)}
+    def to_dict(self) -> ActionDict:
+        return {"type": self.kind, "parameters": self.parameters.copy()}
 
     @classmethod
     def from_dict(cls, payload: object, field_name: str = "action") -> Action:
@@ -260,22 +294,38 @@ class Action:
             raise WorldForgeError(f"{field_name}: expected {{'type', 'parameters'}} or {{kind: params}}.")
         if not isinstance(kind, str):
             raise WorldForgeError(f"{field_name}.type: must be a string.")
-        params = dict(_mapping(params, f"{field_name}.parameters"))
+        params = _mapping(params, f"{field_name}.parameters")
         if kind == "move_to":
             target = Position.from_dict(params.get("target"), f"{field_name}.parameters.target")
             object_id = params.get("object_id")
             if object_id is not None and not isinstance(object_id, str):
                 raise WorldForgeError(f"{field_name}.parameters.object_id: must be a string.")
-            return cls.move_to(target.x, target.y, target.z, params.get("speed", 1.0), object_id=object_id)
+            speed = _finite(params.get("speed", 1.0), "action.parameters.speed")
+            return cls.move_to(target.x, target.y, target.z, speed, object_id=object_id)
         if kind == "spawn_object":
+            name = params.get("name", "")
             position = params.get("position")
             bbox = params.get("bbox")
             return cls.spawn_object(
-                params.get("name", ""),
+                name if isinstance(name, str) else "",  # anything else fails spawn_object's name check
                 Position.from_dict(position, f"{field_name}.parameters.position") if position else None,
                 BBox.from_dict(bbox, f"{field_name}.parameters.bbox") if bbox else None,
             )
-        return cls(kind, params)
+        if kind == "noop" and params:
+            raise WorldForgeError(f"{field_name}.parameters: a noop takes no parameters.")
+        return cls(kind)
 
 
-__all__ = ["ACTION_KINDS", "Action", "BBox", "BBoxDict", "Position", "PositionDict", "SceneObject", "slugify"]
+__all__ = [
+    "ACTION_KINDS",
+    "Action",
+    "ActionDict",
+    "ActionParameters",
+    "BBox",
+    "BBoxDict",
+    "Position",
+    "PositionDict",
+    "SceneObject",
+    "SceneObjectDict",
+    "slugify",
+]

@@ -15,8 +15,6 @@ Every failure the toolkit raises on purpose derives from :class:`WorldForgeExcep
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class WorldForgeException(Exception):
     """Root of every exception raised deliberately by worldforge."""
@@ -50,13 +48,15 @@ class ProviderHTTPError(ProviderError):
     already removed); ``retry_after`` the header's text as the server sent it.
     """
 
-    def __init__(self, message: str, status: int, body: Any = None, retry_after: str | None = None) -> None:
+    def __init__(
+        self, message: str, status: int, body: object = None, retry_after: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = int(status)
         self.body = body
         self.retry_after = retry_after
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[ProviderHTTPError], tuple[str, int, object, str | None]]:
         # The data travels with the error across processes (pickling), not only the message.
         return (type(self), (str(self), self.status, self.body, self.retry_after))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from worldforge.core.canonical import pretty_json
 
@@ -46,7 +45,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | Path, value: Any) -> Path:
+def atomic_write_json(path: str | Path, value: object) -> Path:
     """Write :func:`pretty_json` of ``value`` atomically."""
     return atomic_write_text(path, pretty_json(value))
 

@@ -37,10 +37,10 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, object]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     """A model's resolved field annotations (computed once per model)."""
     if cls not in _HINTS:
         # ``JSON`` is recursive: its inner forward reference resolves in this namespace.
@@ -109,7 +109,7 @@ class _Event:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise WorldForgeError(f"{where}: unknown field {unknown[0]!r}.")
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for name, f in known.items():
             hint = _hints(cls)[name]
             if name not in data:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
-from worldforge.core.canonical import ensure_json_native
+from worldforge.core.canonical import JSONObject, ensure_json_native, json_object
 from worldforge.core.digests import digest_payload
-from worldforge.core.entities import Action, BBox, Position, SceneObject, slugify
+from worldforge.core.entities import Action, ActionDict, BBox, Position, SceneObject, SceneObjectDict, slugify
 from worldforge.core.errors import WorldForgeError, WorldStateError
 
 WORLD_SCHEMA_VERSION = 1
@@ -29,8 +29,43 @@ def validate_world_id(world_id: object) -> str:
     return world_id
 
 
-def validate_world_state(state: object, field_name: str = "world") -> dict[str, Any]:
-    """Check a snapshot's shape and return it; errors name the offending field."""
+class WorldState(TypedDict):
+    """:meth:`World.to_state`: the JSON-native snapshot providers receive and ``predict`` returns
+    (:func:`validate_world_state` reads one back from a file or a provider)."""
+
+    schema_version: int
+    id: str
+    name: str
+    provider: str
+    description: str
+    step: int
+    object_counter: int
+    objects: list[SceneObjectDict]
+    metadata: JSONObject
+
+
+class HistoryEntry(TypedDict):
+    """One entry of :meth:`World.history`: what changed at which step, and the resulting digest."""
+
+    step: int
+    summary: str
+    action: ActionDict | None
+    state_digest: str
+
+
+class WorldDict(WorldState):
+    """:meth:`World.to_dict`: the snapshot plus its history (what a saved world holds)."""
+
+    history: list[HistoryEntry]
+
+
+def validate_world_state(state: object, field_name: str = "world") -> WorldState:
+    """Check a snapshot's shape and return it as a :class:`WorldState`; errors name the offending
+    field.
+
+    A snapshot may omit ``description`` (read as ``""``), ``object_counter`` (the number of
+    objects) and ``metadata`` (``{}``); the returned state has them, its objects in their
+    :meth:`SceneObject.to_dict` form, and no keys beyond the snapshot's own."""
     if not isinstance(state, Mapping):
         raise WorldStateError(f"{field_name}: expected an object.")
     for key in ("schema_version", "id", "name", "provider", "step", "objects"):
@@ -40,20 +75,41 @@ def validate_world_state(state: object, field_name: str = "world") -> dict[str, 
         raise WorldStateError(
             f"{field_name}.schema_version: expected {WORLD_SCHEMA_VERSION}, got {state['schema_version']!r}."
         )
-    validate_world_id(state["id"])
+    world_id = validate_world_id(state["id"])
     step = state["step"]
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise WorldStateError(f"{field_name}.step: must be an integer >= 0.")
     if not isinstance(state["objects"], list):
         raise WorldStateError(f"{field_name}.objects: must be a list.")
     seen: set[str] = set()
+    objects: list[SceneObjectDict] = []
     for index, obj in enumerate(state["objects"]):
         parsed = SceneObject.from_dict(obj, f"{field_name}.objects[{index}]")
         if not parsed.id or parsed.id in seen:
             raise WorldStateError(f"{field_name}.objects[{index}].id: missing or duplicate id {parsed.id!r}.")
         seen.add(parsed.id)
+        objects.append(parsed.to_dict())
     ensure_json_native(dict(state), field_name)
-    return dict(state)
+    name, provider = state["name"], state["provider"]
+    if not isinstance(name, str):
+        raise WorldStateError(f"{field_name}.name: must be a string.")
+    if not isinstance(provider, str):
+        raise WorldStateError(f"{field_name}.provider: must be a string.")
+    counter = state.get("object_counter", len(objects))
+    if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+        raise WorldStateError(f"{field_name}.object_counter: must be an integer >= 0.")
+    metadata = state.get("metadata")
+    return {
+        "schema_version": WORLD_SCHEMA_VERSION,
+        "id": world_id,
+        "name": name,
+        "provider": provider,
+        "description": str(state.get("description", "")),
+        "step": step,
+        "object_counter": counter,
+        "objects": objects,
+        "metadata": dict(json_object(metadata, f"{field_name}.metadata")) if metadata else {},
+    }
 
 
 class Prediction(Protocol):
@@ -61,7 +117,7 @@ class Prediction(Protocol):
     world state :meth:`World.predict` loads, and the scores callers report."""
 
     @property
-    def world_state(self) -> dict[str, Any]: ...
+    def world_state(self) -> WorldState: ...
 
     @property
     def physics_score(self) -> float: ...
@@ -90,10 +146,24 @@ class WorldRuntime(Protocol):
     """
 
     def predict(
-        self, world_state: dict[str, Any], action: Action, steps: int = 1, provider: str = "mock"
+        self, world_state: WorldState, action: Action, steps: int = 1, provider: str = "mock"
     ) -> Prediction: ...
 
-    def plan(self, world: World, goal: Any, provider: str, **options: Any) -> PlanLike: ...
+    def plan(self, world: World, goal: object, provider: str, **options: Any) -> PlanLike: ...
+
+
+def _history_entry(entry: object, index: int, world_step: int) -> HistoryEntry:
+    """One saved history entry, checked: a step no later than the world's, a summary, the action
+    (or ``None``) and the state digest."""
+    if not isinstance(entry, Mapping):
+        raise WorldStateError(f"world.history[{index}]: malformed entry.")
+    step, summary, digest, action = (entry.get(k) for k in ("step", "summary", "state_digest", "action"))
+    if not isinstance(step, int) or not isinstance(summary, str) or not isinstance(digest, str):
+        raise WorldStateError(f"world.history[{index}]: malformed entry.")
+    if step > world_step:
+        raise WorldStateError(f"world.history[{index}].step: later than the world step.")
+    parsed = None if action is None else Action.from_dict(action, f"world.history[{index}].action").to_dict()
+    return {"step": step, "summary": summary, "action": parsed, "state_digest": digest}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +188,7 @@ class World:
         forge: WorldRuntime | None = None,
         world_id: str | None = None,
         description: str = "",
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
         max_history: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -127,7 +197,7 @@ class World:
         self.id = validate_world_id(world_id or slugify(name))
         self.provider = provider
         self.description = description
-        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.metadata: JSONObject = dict(metadata or {})
         self.step = 0
         self.object_counter = 0
         self._objects: list[SceneObject] = []
@@ -135,7 +205,7 @@ class World:
         if max_history is not None and max_history < 1:
             raise WorldForgeError("max_history: must be >= 1.")
         self._max_history = max_history
-        self._history: list[dict[str, Any]] = []
+        self._history: list[HistoryEntry] = []
         self._record("world initialized", None)
 
     # -- objects ---------------------------------------------------------------------------------
@@ -146,7 +216,7 @@ class World:
         *,
         bbox: BBox | None = None,
         is_graspable: bool = True,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
     ) -> SceneObject:
         """Add an object (a :class:`SceneObject` or a name + position); returns it with its id."""
         if isinstance(obj, str):
@@ -195,7 +265,7 @@ class World:
         self._record(f"removed object {obj.id}", None)
 
     # -- snapshots -------------------------------------------------------------------------------
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> WorldState:
         """The JSON-native snapshot providers receive (no history, no timestamps)."""
         return {
             "schema_version": WORLD_SCHEMA_VERSION,
@@ -212,10 +282,8 @@ class World:
     def state_digest(self) -> str:
         return digest_payload(self.to_state())
 
-    def to_dict(self) -> dict[str, Any]:
-        payload = self.to_state()
-        payload["history"] = [dict(entry) for entry in self._history]
-        return payload
+    def to_dict(self) -> WorldDict:
+        return {**self.to_state(), "history": self.history()}
 
     @classmethod
     def from_dict(cls, payload: object, *, forge: WorldRuntime | None = None) -> World:
@@ -225,29 +293,24 @@ class World:
             state["provider"],
             forge=forge,
             world_id=state["id"],
-            description=str(state.get("description", "")),
-            metadata=dict(state.get("metadata") or {}),
+            description=state["description"],
+            metadata=state["metadata"],
         )
         world._load_state(state)
         history = payload.get("history") if isinstance(payload, Mapping) else None
         if isinstance(history, list):
-            for index, entry in enumerate(history):
-                if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-                    raise WorldStateError(f"world.history[{index}]: malformed entry.")
-                if entry["step"] > world.step:
-                    raise WorldStateError(f"world.history[{index}].step: later than the world step.")
-            world._history = [dict(entry) for entry in history]
+            world._history = [_history_entry(entry, index, world.step) for index, entry in enumerate(history)]
         return world
 
     def copy(self) -> World:
         """An independent copy (same id, same forge, same history)."""
         return World.from_dict(self.to_dict(), forge=self._forge)
 
-    def _load_state(self, state: dict[str, Any]) -> None:
-        self.step = int(state["step"])
+    def _load_state(self, state: WorldState) -> None:
+        self.step = state["step"]
         self._objects = [SceneObject.from_dict(o) for o in state["objects"]]
-        self.object_counter = int(state.get("object_counter", len(self._objects)))
-        self.metadata = dict(state.get("metadata") or {})
+        self.object_counter = state["object_counter"]
+        self.metadata = dict(state["metadata"])
 
     def _record(self, summary: str, action: Action | None) -> None:
         self._history.append(
@@ -261,8 +324,8 @@ class World:
         if self._max_history is not None and len(self._history) > self._max_history:
             del self._history[: len(self._history) - self._max_history]
 
-    def history(self) -> list[dict[str, Any]]:
-        return [dict(entry) for entry in self._history]
+    def history(self) -> list[HistoryEntry]:
+        return [entry.copy() for entry in self._history]
 
     # -- provider-backed operations --------------------------------------------------------------
     @property
@@ -287,7 +350,7 @@ class World:
         self._record(f"predicted via {name}", action)
         return result
 
-    def plan(self, goal: Any, *, provider: str | None = None, **controller_options: Any) -> PlanLike:
+    def plan(self, goal: object, *, provider: str | None = None, **controller_options: Any) -> PlanLike:
         """Plan towards ``goal`` with the forge's planner (the facade's is
         :class:`~worldforge.planning.mpc.LatentMPCController`).
 

@@ -26,11 +26,12 @@ import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, cast
 from urllib.parse import urlsplit
 
 import jsonschema
 
+from worldforge.core.canonical import JSON, JSONObject, json_object, to_json_native
 from worldforge.core.digests import digest_bytes, digest_file
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_with_ledger
@@ -40,19 +41,113 @@ MAX_LOCAL_FIXTURE_BYTES = 256 * 1024 * 1024
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
 
 
+class DatasetEntry(TypedDict):
+    """One entry of a dataset manifest (``kind`` decides which of the optional fields the schema
+    requires: ``path`` and ``sha256`` for a local fixture, ``uri`` and ``sha256`` for a remote
+    reference, ``asset_id`` for a host asset)."""
+
+    id: str
+    kind: Literal["local-fixture", "remote-reference", "host-asset"]
+    description: str
+    license: NotRequired[str]
+    media_type: NotRequired[str]
+    metadata: NotRequired[JSONObject]
+    path: NotRequired[str]
+    uri: NotRequired[str]
+    asset_id: NotRequired[str]
+    sha256: NotRequired[str]
+    size: NotRequired[int]
+    acquisition_steps: NotRequired[list[str]]
+
+
+class Provenance(TypedDict):
+    """Who owns the data, where it comes from and which version (further keys are open JSON)."""
+
+    owner: str
+    source: str
+    version: str
+
+
+class Privacy(TypedDict):
+    """The manifest's privacy classification."""
+
+    classification: Literal["public", "restricted", "sensitive"]
+    contains_personal_data: bool
+    notes: NotRequired[str]
+
+
+class Safety(TypedDict):
+    """The manifest's safety review."""
+
+    reviewed: bool
+    contains_sensitive_capability_data: bool
+    reviewer: NotRequired[str]
+    contains_robot_logs: NotRequired[bool]
+    contains_model_weights: NotRequired[bool]
+    contains_generated_content: NotRequired[bool]
+    notes: NotRequired[str]
+
+
+class DatasetManifest(TypedDict):
+    """A dataset manifest as the shipped JSON Schema admits it (``schema_version`` 1)."""
+
+    schema_version: int
+    id: str
+    name: str
+    description: str
+    license: str
+    provenance: Provenance
+    privacy: Privacy
+    safety: Safety
+    entries: list[DatasetEntry]
+    host_acquisition_steps: NotRequired[list[str]]
+    metadata: NotRequired[JSONObject]
+
+
+class ReferenceSafety(TypedDict):
+    """The safety review as a compact reference repeats it."""
+
+    reviewed: bool
+    contains_sensitive_capability_data: bool
+    contains_robot_logs: bool
+
+
+class ReferencePrivacy(TypedDict):
+    """The privacy classification as a compact reference repeats it."""
+
+    classification: str
+    contains_personal_data: bool
+
+
+class DatasetReference(TypedDict):
+    """A compact reference to a dataset manifest: what runs, provenance and bundles cite."""
+
+    schema_version: int
+    id: str
+    name: str
+    sha256: str
+    entry_count: int
+    entry_kinds: dict[str, int]
+    license: str
+    privacy: ReferencePrivacy
+    safety: ReferenceSafety
+    provenance: dict[str, str]
+    path: NotRequired[str]
+    local_only: NotRequired[bool]
+
+
 @functools.lru_cache(maxsize=1)
-def manifest_schema() -> dict[str, Any]:
+def manifest_schema() -> JSONObject:
     """The shipped JSON Schema (``worldforge datasets schema`` prints it)."""
     text = (
         resources.files("worldforge.datasets")
         .joinpath("schemas/dataset-manifest.schema.json")
         .read_text("utf-8")
     )
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+    return json_object(json.loads(text), "dataset-manifest.schema.json")
 
 
-def _json_path(parts: Any) -> str:
+def _json_path(parts: Iterable[str | int]) -> str:
     out = "$"
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -109,7 +204,7 @@ def _check_portable_text(text: str, where: str) -> None:
         )
 
 
-def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | None = None) -> dict[str, Any]:
+def validate_manifest(data: JSON, *, source: str = "<manifest>", root: Path | None = None) -> DatasetManifest:
     """Validate a parsed manifest; raise :class:`WorldForgeError` naming ``source`` and the field path."""
 
     validator = jsonschema.Draft202012Validator(manifest_schema())
@@ -123,11 +218,12 @@ def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | Non
         if error.validator in ("pattern", "minLength") and error.schema.get("pattern") == "\\S":
             message = f"{error.instance!r} must be a non-empty string"
         raise WorldForgeError(f"{source}: {_json_path(error.absolute_path)}: {message}")
-    assert isinstance(data, dict)
-    for i, step in enumerate(data.get("host_acquisition_steps") or []):
+    # Safe: the schema just admitted ``data``, and DatasetManifest is that schema's shape.
+    manifest = cast(DatasetManifest, data)
+    for i, step in enumerate(manifest.get("host_acquisition_steps") or []):
         _check_portable_text(step, f"{source}: $.host_acquisition_steps[{i}]")
     seen: set[str] = set()
-    for index, entry in enumerate(data["entries"]):
+    for index, entry in enumerate(manifest["entries"]):
         where = f"{source}: $.entries[{index}]"
         if entry["id"] in seen:
             raise WorldForgeError(f"{where}.id: duplicate entry id {entry['id']!r}.")
@@ -160,17 +256,17 @@ def validate_manifest(data: Any, *, source: str = "<manifest>", root: Path | Non
         elif kind == "remote-reference":
             _check_uri(entry["uri"], where)
         elif kind == "host-asset":
-            if not (entry.get("acquisition_steps") or data.get("host_acquisition_steps")):
+            if not (entry.get("acquisition_steps") or manifest.get("host_acquisition_steps")):
                 raise WorldForgeError(
                     f"{where}: host-asset needs acquisition_steps (or manifest host_acquisition_steps)."
                 )
             _check_portable_text(entry["asset_id"], f"{where}.asset_id")
             for i, step in enumerate(entry.get("acquisition_steps") or []):
                 _check_portable_text(step, f"{where}.acquisition_steps[{i}]")
-    return data
+    return manifest
 
 
-def load_manifest(path: str | Path, *, root: str | Path | None = None) -> tuple[dict[str, Any], bytes]:
+def load_manifest(path: str | Path, *, root: str | Path | None = None) -> tuple[DatasetManifest, bytes]:
     """Read and validate a manifest file; returns ``(manifest, raw_bytes)``."""
     file = Path(path)
     try:
@@ -185,7 +281,7 @@ def load_manifest(path: str | Path, *, root: str | Path | None = None) -> tuple[
     return validate_manifest(data, source=str(path), root=base), raw
 
 
-def manifest_reference(path: str | Path, *, root: str | Path | None = None) -> dict[str, Any]:
+def manifest_reference(path: str | Path, *, root: str | Path | None = None) -> DatasetReference:
     """Compact reference for provenance and run manifests (never the entries themselves).
 
     ``{schema_version, id, name, sha256 (raw bytes of the manifest file), entry_count, entry_kinds,
@@ -199,7 +295,7 @@ def manifest_reference(path: str | Path, *, root: str | Path | None = None) -> d
     for entry in data["entries"]:
         kinds[entry["kind"]] = kinds.get(entry["kind"], 0) + 1
     safety = data["safety"]
-    ref: dict[str, Any] = {
+    ref: DatasetReference = {
         "schema_version": DATASET_MANIFEST_SCHEMA_VERSION,
         "id": data["id"],
         "name": data["name"],
@@ -226,7 +322,7 @@ def manifest_reference(path: str | Path, *, root: str | Path | None = None) -> d
     return ref
 
 
-def dataset_references(manifests: Iterable[Any] | None) -> list[dict[str, Any]]:
+def dataset_references(manifests: Iterable[object] | None) -> list[JSONObject]:
     """Compact references for the dataset manifests an evaluation cites, in the order given.
 
     Every evaluation suite records its cited datasets the same way, so run inputs, provenance and
@@ -235,12 +331,12 @@ def dataset_references(manifests: Iterable[Any] | None) -> list[dict[str, Any]]:
     already-compact reference (a mapping, e.g. from a resumed run) is copied as is. Anything else
     raises :class:`WorldForgeError` naming its position in ``manifests``.
     """
-    refs: list[dict[str, Any]] = []
+    refs: list[JSONObject] = []
     for index, item in enumerate(manifests or []):
         if isinstance(item, dict):
             refs.append(dict(item))
-        elif isinstance(item, (str, Path)):
-            refs.append(manifest_reference(item))
+        elif isinstance(item, (str, Path)):  # a typed reference becomes the open JSON a run records
+            refs.append(json_object(to_json_native(manifest_reference(item)), f"dataset_manifests[{index}]"))
         else:
             raise WorldForgeError(f"dataset_manifests[{index}]: expected a compact reference or a path.")
     return refs
@@ -248,6 +344,14 @@ def dataset_references(manifests: Iterable[Any] | None) -> list[dict[str, Any]]:
 
 __all__ = [
     "DATASET_MANIFEST_SCHEMA_VERSION",
+    "DatasetEntry",
+    "DatasetManifest",
+    "DatasetReference",
+    "Privacy",
+    "Provenance",
+    "ReferencePrivacy",
+    "ReferenceSafety",
+    "Safety",
     "MAX_LOCAL_FIXTURE_BYTES",
     "dataset_references",
     "find_repo_root",

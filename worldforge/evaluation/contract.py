@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from worldforge.core.canonical import JSONObject, json_object
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import SuiteStarted
 from worldforge.core.world import World
@@ -41,7 +41,7 @@ class SuiteRun:
         *,
         run: Run | None = None,
         world: World | None = None,
-        dataset_refs: Sequence[dict[str, Any]] = (),
+        dataset_refs: Sequence[JSONObject] = (),
         replay: ReplaySource | None = None,
     ) -> None:
         self.suite_id = suite_id
@@ -49,13 +49,13 @@ class SuiteRun:
         self.forge = forge
         self.run = run
         self.world = world
-        self.dataset_refs: list[dict[str, Any]] = [dict(ref) for ref in dataset_refs]
+        self.dataset_refs: list[JSONObject] = [dict(ref) for ref in dataset_refs]
         self.replay = replay
-        self._inputs: dict[str, Any] | None = None
+        self._inputs: JSONObject | None = None
         #: Provider events before the suite's items ran: provenance counts the events after it.
         self.events_before = forge.event_count
 
-    def record_inputs(self, payload: Mapping[str, Any], *, items: int) -> None:
+    def record_inputs(self, payload: Mapping[str, object], *, items: int) -> None:
         """Declare what the report's ``input_digest`` covers, once, before any item runs.
 
         The framework records it in the run as the ``evaluation`` input together with the dataset
@@ -65,7 +65,7 @@ class SuiteRun:
         """
         if self._inputs is not None:
             raise WorldForgeError(f"suite {self.suite_id!r}: its inputs were already recorded for this run.")
-        inputs = dict(payload)
+        inputs = json_object(dict(payload), f"suite {self.suite_id!r} inputs")
         self.events_before = self.forge.event_count
         if self.run is not None:
             self.run.add_input_value("evaluation", inputs)
@@ -76,7 +76,7 @@ class SuiteRun:
             self.run.emit_event(SuiteStarted(suite_id=self.suite_id, items=int(items)))
 
     @property
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> JSONObject:
         """The declared inputs; a suite that produced results without declaring them is a bug."""
         if self._inputs is None:
             raise WorldForgeError(
@@ -98,12 +98,12 @@ class SuiteOutcome:
     """
 
     results: tuple[EvaluationResult, ...]
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: JSONObject = field(default_factory=dict)
     artifacts: dict[str, str | bytes] = field(default_factory=dict)
-    runtime_manifests: dict[str, Any] = field(default_factory=dict)
+    runtime_manifests: JSONObject = field(default_factory=dict)
     claim_boundary: str | None = None
     notes: str | None = None
-    rerun_options: dict[str, Any] | None = None
+    rerun_options: Mapping[str, object] | None = None
 
     def __post_init__(self) -> None:
         results = tuple(self.results)

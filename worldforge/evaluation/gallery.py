@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from worldforge.core.redact import metrics_preview, sanitize_argv
 from worldforge.evaluation.types import EvaluationResult
+from worldforge.reports.payload import FailureGallery, GalleryCase
 
 FAILURE_GALLERY_SCHEMA_VERSION = 1
 
@@ -34,7 +34,7 @@ OPTION_FLAGS: dict[str, str] = {
 }
 
 
-def options_to_cli_args(options: Mapping[str, Any]) -> list[str]:
+def options_to_cli_args(options: Mapping[str, object]) -> list[str]:
     """Suite options back to the ``worldforge eval`` flags that produce them (sorted by flag)."""
     args: list[str] = []
     for key in sorted(options, key=lambda k: OPTION_FLAGS.get(k, k)):
@@ -49,7 +49,9 @@ def options_to_cli_args(options: Mapping[str, Any]) -> list[str]:
     return args
 
 
-def rerun_command(cli_ref: str | None, provider: str, options: Mapping[str, Any] | None = None) -> str | None:
+def rerun_command(
+    cli_ref: str | None, provider: str, options: Mapping[str, object] | None = None
+) -> str | None:
     """A shell-quoted ``worldforge eval`` command that reruns one provider, or None when the suite
     is only reachable in-process.
 
@@ -66,10 +68,6 @@ def rerun_command(cli_ref: str | None, provider: str, options: Mapping[str, Any]
     return shlex.join(sanitize_argv(argv))
 
 
-def _preview(metrics: dict[str, Any]) -> dict[str, Any]:
-    return metrics_preview(metrics)
-
-
 def _observed(result: EvaluationResult) -> str:
     keys = ", ".join(sorted(result.metrics)) or "none"
     return f"score={result.score:.4f}; passed=false; metric keys: {keys}"
@@ -80,12 +78,12 @@ def build_cases(
     *,
     expected_notes: Mapping[str, str] | None = None,
     cli_ref: str | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+    options: Mapping[str, object] | None = None,
+) -> list[GalleryCase]:
     """Every failed result as a gallery case: providers by name, then (score, scenario)."""
     notes = expected_notes or {}
     failed = sorted((r for r in results if not r.passed), key=lambda r: (r.provider, r.score, r.scenario))
-    cases: list[dict[str, Any]] = []
+    cases: list[GalleryCase] = []
     for result in failed:
         command = rerun_command(cli_ref, result.provider, options)
         if command:
@@ -111,7 +109,7 @@ def build_cases(
                 "expected_contract_notes": notes.get(result.scenario)
                 or f"`{result.suite_id}/{result.scenario}` should meet its scenario contract.",
                 "observed_result": _observed(result),
-                "metrics_preview": _preview(result.metrics),
+                "metrics_preview": metrics_preview(result.metrics),
                 "rerun_command": command,
                 "triage_steps": [
                     "Open the preserved report JSON and confirm the provenance input_digest and "
@@ -132,10 +130,10 @@ def gallery_payload(
     suite_version: str | None,
     claim_boundary: str,
     metric_semantics: str,
-    cases: list[dict[str, Any]],
+    cases: list[GalleryCase],
     input_digest: str | None,
     result_digest: str | None,
-) -> dict[str, Any]:
+) -> FailureGallery:
     return {
         "schema_version": FAILURE_GALLERY_SCHEMA_VERSION,
         "suite_id": suite_id,
@@ -146,7 +144,7 @@ def gallery_payload(
         "metric_semantics": metric_semantics,
         "source_input_digest": input_digest,
         "source_result_digest": result_digest,
-        "cases": [dict(case) for case in cases],
+        "cases": [case.copy() for case in cases],
     }
 
 

@@ -61,7 +61,7 @@ def declared_options(ref: str) -> type | None:
     return factory.options if isinstance(factory, SuiteBuilder) else None
 
 
-def _shape(hint: Any, key: str) -> tuple[type, str]:
+def _shape(hint: object, key: str) -> tuple[type, str]:
     """``(scalar type, "one" | "list" | "one_or_many")`` for a field's type hint (``None`` allowed)."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     origin = typing.get_origin(hint)
@@ -81,7 +81,7 @@ def _shape(hint: Any, key: str) -> tuple[type, str]:
     raise WorldForgeError(f"option {key!r}: type {hint!r} cannot be given as --suite-option KEY=VALUE.")
 
 
-def _value(key: str, kind: type, raw: str) -> Any:
+def _value(key: str, kind: type, raw: str) -> bool | int | str:
     where = f"--suite-option {key}"
     text = raw.strip()
     if not text:
@@ -99,7 +99,7 @@ def _value(key: str, kind: type, raw: str) -> Any:
     return raw
 
 
-def parse_suite_options(option_type: type | None, pairs: Sequence[str], *, suite: str) -> dict[str, Any]:
+def parse_suite_options(option_type: type | None, pairs: Sequence[str], *, suite: str) -> dict[str, object]:
     """``KEY=VALUE`` pairs read against ``option_type``: the options they give, by key.
 
     An unknown key, a pair without ``=``, a value of the wrong type or a single-valued key given
@@ -110,7 +110,8 @@ def parse_suite_options(option_type: type | None, pairs: Sequence[str], *, suite
     if option_type is None:
         raise WorldForgeError(f"--suite-option: {suite!r} declares no options to set.")
     hints = typing.get_type_hints(option_type)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
+    lists: dict[str, list[bool | int | str]] = {}  # the values of list options, in ``out`` too
     many: set[str] = set()
     for pair in pairs:
         key, sep, raw = str(pair).partition("=")
@@ -127,16 +128,18 @@ def parse_suite_options(option_type: type | None, pairs: Sequence[str], *, suite
                 raise WorldForgeError(f"--suite-option {key}: given twice.")
             out[key] = value
         else:
-            out.setdefault(key, []).append(value)
+            if key not in lists:
+                out[key] = lists[key] = []
+            lists[key].append(value)
             if count == "one_or_many":
                 many.add(key)
     for key in many:
-        if len(out[key]) == 1:
-            out[key] = out[key][0]
+        if len(lists[key]) == 1:
+            out[key] = lists[key][0]
     return out
 
 
-def merge_suite_options(options: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def merge_suite_options(options: Mapping[str, object], extra: Mapping[str, object]) -> dict[str, object]:
     """The options of the named flags plus those of ``--suite-option``; one key given both ways is
     refused (the two spellings are aliases, so it is the same option twice)."""
     for key in extra:

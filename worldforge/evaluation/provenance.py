@@ -15,22 +15,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldforge.core.canonical import ensure_json_native
+from worldforge.core.canonical import JSONObject, ensure_json_native
 from worldforge.core.digests import is_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_argv
+from worldforge.reports.payload import ReportProvenance
 
 PROVENANCE_SCHEMA_VERSION = 2
 PROVENANCE_KINDS = ("evaluation", "benchmark")
 
 
-def _text(value: Any, name: str) -> str:
+def _text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise WorldForgeError(f"provenance.{name}: must be a non-empty string.")
     return value
 
 
-def _strings(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
+def _strings(value: object, name: str, *, allow_empty: bool = False) -> list[str]:
     """A list of strings; ``allow_empty`` for argv, where ``""`` is a legitimate argument."""
     if not isinstance(value, (list, tuple)):
         raise WorldForgeError(f"provenance.{name}: must be a list of strings.")
@@ -66,8 +67,8 @@ class ProvenanceEnvelope:
     command: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)
-    runtime_manifests: dict[str, Any] = field(default_factory=dict)
-    dataset_manifests: list[dict[str, Any]] = field(default_factory=list)
+    runtime_manifests: JSONObject = field(default_factory=dict)
+    dataset_manifests: list[JSONObject] = field(default_factory=list)
     event_count: int = 0
     notes: str | None = None
     schema_version: int = PROVENANCE_SCHEMA_VERSION
@@ -114,7 +115,7 @@ class ProvenanceEnvelope:
         if self.notes is not None:
             _text(self.notes, "notes")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReportProvenance:
         return {
             "schema_version": self.schema_version,
             "kind": self.kind,
@@ -136,7 +137,7 @@ class ProvenanceEnvelope:
         }
 
     @classmethod
-    def from_dict(cls, payload: Any) -> ProvenanceEnvelope:
+    def from_dict(cls, payload: object) -> ProvenanceEnvelope:
         if not isinstance(payload, Mapping):
             raise WorldForgeError("provenance: expected an object.")
         names = {f.name for f in dataclasses.fields(cls)}

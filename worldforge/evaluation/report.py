@@ -7,9 +7,8 @@ reads, so JSON, Markdown, CSV and HTML can never disagree about a number.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from worldforge.core.canonical import canonical_json_text, ensure_json_native
+from worldforge.core.canonical import JSONObject, canonical_json_text, ensure_json_native
 from worldforge.core.errors import WorldForgeError
 from worldforge.evaluation.gallery import build_cases, gallery_payload
 from worldforge.evaluation.provenance import ProvenanceEnvelope
@@ -19,6 +18,7 @@ from worldforge.reports.csv_report import render_csv
 from worldforge.reports.html import render_html
 from worldforge.reports.json_report import render_gallery_json
 from worldforge.reports.markdown import render_gallery_markdown, render_markdown
+from worldforge.reports.payload import FailureGallery, GalleryCase, ReportPayload
 
 
 class EvaluationReport:
@@ -33,9 +33,9 @@ class EvaluationReport:
         claim_boundary: str,
         metric_semantics: str,
         provenance: ProvenanceEnvelope | None = None,
-        sections: dict[str, Any] | None = None,
+        sections: JSONObject | None = None,
         extra_artifacts: dict[str, str | bytes] | None = None,
-        gallery_cases: list[dict[str, Any]] | None = None,
+        gallery_cases: list[GalleryCase] | None = None,
         suite_version: str | None = None,
     ) -> None:
         for name, value in (("claim_boundary", claim_boundary), ("metric_semantics", metric_semantics)):
@@ -88,7 +88,7 @@ class EvaluationReport:
     def failed_results(self) -> list[EvaluationResult]:
         return [r for r in self.results if not r.passed]
 
-    def failure_gallery(self) -> dict[str, Any]:
+    def failure_gallery(self) -> FailureGallery:
         """The gallery payload (all failed cases; empty ``cases`` when everything passed)."""
         prov = self.provenance
         return gallery_payload(
@@ -102,8 +102,8 @@ class EvaluationReport:
             result_digest=prov.result_digest if prov else None,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {
+    def to_dict(self) -> ReportPayload:
+        payload: ReportPayload = {
             "suite_id": self.suite_id,
             "suite": self.suite,
             "claim_boundary": self.claim_boundary,

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from worldforge.core.canonical import pretty_json, to_json_native
+from worldforge.core.canonical import JSONObject, pretty_json, to_json_native
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.paths import cwd_relative
 from worldforge.evaluation.options import declared_options, merge_suite_options, parse_suite_options
@@ -37,11 +37,31 @@ EVALUATION_KIND = "evaluation"
 _RECORD_KEYS = ("suite", "providers", "options", "suite_options", "dataset_manifests", "replay")
 
 
-def _names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+def _names(data: Mapping[str, object], key: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise WorldForgeError(f"evaluation request: {key!r} must be a list of strings.")
     return tuple(value)
+
+
+class RequestRecord(TypedDict):
+    """:meth:`EvaluationRequest.to_record`: the request as a run records it."""
+
+    suite: str
+    providers: list[str]
+    options: JSONObject
+    suite_options: list[str]
+    dataset_manifests: list[str]
+    replay: str | None
+
+
+class RunConfig(TypedDict):
+    """:func:`run_config`: an evaluation run's configuration (digested with its inputs)."""
+
+    suite: str
+    providers: list[str]
+    options: dict[str, object]
+    dataset_manifests: list[str]
 
 
 @dataclass(frozen=True)
@@ -50,7 +70,7 @@ class EvaluationRequest:
 
     suite: str
     providers: Sequence[str] = ("mock",)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     #: ``KEY=VALUE`` pairs checked against the options the suite declares, joined to ``options``.
     suite_options: Sequence[str] = ()
     dataset_manifests: Sequence[str] = ()
@@ -67,7 +87,7 @@ class EvaluationRequest:
                 raise WorldForgeError(f"evaluation request: {name!r} must be a sequence of strings.")
             object.__setattr__(self, name, tuple(value))
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> RequestRecord:
         """What the run records (JSON): what to evaluate, not where or how the run is recorded
         (``workspace``, ``resume_run`` and ``argv`` come from the run when it is resumed)."""
         return {
@@ -82,7 +102,7 @@ class EvaluationRequest:
     @classmethod
     def from_record(
         cls,
-        data: Any,
+        data: object,
         *,
         workspace: Path | None = None,
         resume_run: str | None = None,
@@ -124,7 +144,7 @@ class EvaluationOutcome:
     html_path: Path | None = None
 
 
-def cwd_relative_paths(options: Mapping[str, Any]) -> dict[str, Any]:
+def cwd_relative_paths(options: Mapping[str, object]) -> dict[str, object]:
     """Absolute path options naming something inside the current directory, made relative to it.
 
     The options are part of the input digest and come back as flags in the failure gallery's rerun
@@ -133,21 +153,22 @@ def cwd_relative_paths(options: Mapping[str, Any]) -> dict[str, Any]:
     does not depend on whether ``--classifier`` was typed as ``model`` or ``$PWD/model``.
     """
 
-    def relative(value: Any) -> Any:
+    def relative(value: object) -> object:
         if isinstance(value, str) and Path(value).is_absolute() and Path(value).exists():
             return cwd_relative(value) or value
         return value
 
     out = dict(options)
     for key in PATH_OPTIONS:
-        if isinstance(out.get(key), list):
-            out[key] = [relative(v) for v in out[key]]
+        value = out.get(key)
+        if isinstance(value, list):
+            out[key] = [relative(v) for v in value]
         elif key in out:
-            out[key] = relative(out[key])
+            out[key] = relative(value)
     return out
 
 
-def request_options(request: EvaluationRequest) -> dict[str, Any]:
+def request_options(request: EvaluationRequest) -> dict[str, object]:
     """The request's options with its ``--suite-option`` pairs joined, path options made relative."""
     extra = (
         parse_suite_options(declared_options(request.suite), request.suite_options, suite=request.suite)
@@ -177,7 +198,7 @@ def write_run_artifacts(run: Run, report: EvaluationReport) -> Path:
     return Path(run.dir) / "reports" / "report.html"
 
 
-def run_config(request: EvaluationRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+def run_config(request: EvaluationRequest, options: Mapping[str, object]) -> RunConfig:
     """What a run records as its configuration (and digests as part of its inputs)."""
     return {
         "suite": request.suite,
@@ -230,6 +251,8 @@ __all__ = [
     "PATH_OPTIONS",
     "EvaluationOutcome",
     "EvaluationRequest",
+    "RequestRecord",
+    "RunConfig",
     "cwd_relative_paths",
     "evaluate",
     "request_options",

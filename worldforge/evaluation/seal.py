@@ -8,10 +8,11 @@ completes with), and timestamps stay out of both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Protocol, TypedDict
 
 from worldforge import __version__
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.run_events import SuiteFinished
 from worldforge.core.timeutil import utc_now_iso
@@ -20,6 +21,7 @@ from worldforge.evaluation.gallery import build_cases
 from worldforge.evaluation.provenance import ProvenanceEnvelope
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.types import EvaluationResult
+from worldforge.reports.payload import ReportResult
 
 
 class SealedSuite(Protocol):
@@ -30,15 +32,24 @@ class SealedSuite(Protocol):
     suite_version: str
     claim_boundary: str
     metric_semantics: str
-    options: dict[str, Any]
     expected_notes: dict[str, str]
     cli_ref: str | None
+
+    @property
+    def options(self) -> Mapping[str, object]: ...
 
     @property
     def required_capabilities(self) -> list[str]: ...
 
 
-def results_payload(results: Sequence[EvaluationResult], sections: dict[str, Any]) -> dict[str, Any]:
+class ResultsPayload(TypedDict):
+    """:func:`results_payload`: what a run completes with and ``result_digest`` covers."""
+
+    results: list[ReportResult]
+    sections: JSONObject
+
+
+def results_payload(results: Sequence[EvaluationResult], sections: JSONObject) -> ResultsPayload:
     """What ``result_digest`` covers: the results and the report sections (no timestamps)."""
     return {"results": [r.to_dict() for r in results], "sections": dict(sections)}
 
@@ -104,4 +115,4 @@ def seal_report(
     return report
 
 
-__all__ = ["SealedSuite", "results_payload", "seal_report"]
+__all__ = ["ResultsPayload", "SealedSuite", "results_payload", "seal_report"]

@@ -24,8 +24,9 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.core.redact import sanitize_text
@@ -34,8 +35,8 @@ from worldforge.core.world import World
 from worldforge.datasets import dataset_references
 from worldforge.evaluation.contract import SuiteOutcome, SuiteRun
 from worldforge.evaluation.report import EvaluationReport
-from worldforge.evaluation.seal import results_payload, seal_report
-from worldforge.evaluation.types import EvaluationContext, EvaluationResult, EvaluationScenario
+from worldforge.evaluation.seal import ResultsPayload, results_payload, seal_report
+from worldforge.evaluation.types import EvaluationContext, EvaluationResult, EvaluationScenario, ScenarioDict
 from worldforge.forge import WorldForge
 from worldforge.gateway import ReplaySource
 from worldforge.providers.base import normalize_capabilities
@@ -53,7 +54,22 @@ DEFAULT_METRIC_SEMANTICS = (
     "preserved inputs; they only compare providers on this suite's contract."
 )
 
-WorldFactory = Callable[[Any, str], Any]
+WorldFactory = Callable[[WorldForge, str], World]
+
+
+class SuiteInputs(TypedDict):
+    """:meth:`EvaluationSuite.input_payload`: what a scenario suite's ``input_digest`` covers."""
+
+    suite_id: str
+    suite: str
+    suite_version: str
+    scenarios: list[ScenarioDict]
+    options: dict[str, object]
+    providers: list[str]
+    runtime_manifests: JSONObject
+    dataset_manifests: list[JSONObject]
+
+
 SuiteFactory = Callable[..., "EvaluationSuite"]
 _ITEM_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -317,9 +333,9 @@ class EvaluationSuite:
     def input_payload(
         self,
         providers: Sequence[str],
-        runtime_manifests: Mapping[str, Any],
-        dataset_refs: list[dict[str, Any]],
-    ) -> dict[str, Any]:
+        runtime_manifests: JSONObject,
+        dataset_refs: list[JSONObject],
+    ) -> SuiteInputs:
         """What ``input_digest`` covers: suite contract, providers, their runtime manifests, datasets."""
         return {
             "suite_id": self.suite_id,
@@ -338,7 +354,7 @@ class EvaluationSuite:
         *,
         forge: WorldForge | None = None,
         world: World | None = None,
-        dataset_manifests: Iterable[Any] | None = None,
+        dataset_manifests: Iterable[object] | None = None,
         run: Run | None = None,
         command: Sequence[str] | None = None,
         notes: str | None = None,
@@ -379,7 +395,7 @@ class EvaluationSuite:
         """Run every scenario for every provider: the suite's results (no sections or artifacts)."""
         forge, run = context.forge, context.run
         names = list(context.providers)
-        runtime_manifests: dict[str, Any] = {}
+        runtime_manifests: JSONObject = {}
         for name in names:
             manifest = forge.runtime_manifest(name)
             if manifest is not None:
@@ -388,7 +404,7 @@ class EvaluationSuite:
             self.input_payload(names, runtime_manifests, context.dataset_refs),
             items=len(names) * len(self.scenarios),
         )
-        done: dict[str, Any] = dict(run.completed_items()) if run is not None else {}
+        done: dict[str, JSON] = run.completed_items() if run is not None else {}
         results: list[EvaluationResult] = []
         for name in names:
             base = self._base_world(forge, name, context.world)
@@ -429,7 +445,7 @@ class EvaluationSuite:
         return SuiteOutcome(tuple(results), runtime_manifests=runtime_manifests)
 
 
-def result_payload(report: EvaluationReport) -> dict[str, Any]:
+def result_payload(report: EvaluationReport) -> ResultsPayload:
     """The payload ``provenance.result_digest`` covers (pass it to ``run.complete``)."""
     return results_payload(report.results, report.sections)
 
@@ -450,7 +466,7 @@ def _evaluate(context: EvaluationContext) -> tuple[EvaluationResult, bool]:
     return context.coerce(returned), True
 
 
-def _call_factory(factory: Any, options: Mapping[str, Any] | None, name: str) -> EvaluationSuite:
+def _call_factory(factory: object, options: Mapping[str, Any] | None, name: str) -> EvaluationSuite:
     if not callable(factory):
         raise WorldForgeError(f"suite {name!r}: factory is not callable.")
     suite = factory(dict(options)) if options else factory()
@@ -496,6 +512,7 @@ __all__ = [
     "SUITE_CONTRACT_VERSION",
     "SUITE_ENTRY_POINT_GROUP",
     "EvaluationSuite",
+    "SuiteInputs",
     "load_suite_module",
     "result_payload",
 ]

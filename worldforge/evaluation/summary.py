@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError, WorldForgeException
 from worldforge.evaluation.report import EvaluationReport
 from worldforge.evaluation.types import ProviderSummary
+from worldforge.reports.payload import ReportProviderSummary
 
 SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_PATH = "results/summary.json"
@@ -23,7 +25,9 @@ SUMMARY_PATH = "results/summary.json"
 USAGE_SECTION = "token_usage"
 
 
-def _field(data: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], optional: bool = False) -> Any:
+def _field(
+    data: Mapping[str, object], key: str, kinds: type | tuple[type, ...], optional: bool = False
+) -> Any:
     value = data.get(key)
     if value is None and optional:
         return None
@@ -36,7 +40,7 @@ def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
     return kinds if isinstance(kinds, tuple) else (kinds,)
 
 
-def _provider_summary(data: Any) -> ProviderSummary:
+def _provider_summary(data: object) -> ProviderSummary:
     """One ``provider_summaries`` entry; its ``pass_rate`` is derived, so a recorded one that does
     not match its counts is refused rather than silently rewritten."""
     if not isinstance(data, Mapping):
@@ -67,19 +71,40 @@ def stopped_reason(report: EvaluationReport) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
-def _usage_total(sections: Mapping[str, Any]) -> dict[str, Any] | None:
+def _usage_total(sections: Mapping[str, object]) -> JSONObject | None:
     """The total of the report's :data:`USAGE_SECTION`, if the suite wrote one."""
     section = sections.get(USAGE_SECTION)
     total = section.get("total") if isinstance(section, Mapping) else None
     return dict(total) if isinstance(total, Mapping) else None
 
 
-def _usage(value: Any) -> dict[str, Any] | None:
+def _usage(value: object) -> JSONObject | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise WorldForgeError(f"{SUMMARY_PATH}: 'usage' must be an object.")
     return dict(value)
+
+
+class SummaryDict(TypedDict):
+    """:meth:`EvaluationSummary.to_dict`: ``results/summary.json`` as written (``usage`` only when
+    the suite accounts tokens)."""
+
+    schema_version: int
+    suite_id: str
+    suite: str
+    suite_version: str | None
+    providers: list[str]
+    passed: bool
+    result_count: int
+    passed_count: int
+    failed_count: int
+    provider_summaries: list[ReportProviderSummary]
+    input_digest: str | None
+    result_digest: str | None
+    event_count: int
+    claim_boundary: str
+    usage: NotRequired[JSONObject]
 
 
 @dataclass(frozen=True)
@@ -103,7 +128,7 @@ class EvaluationSummary:
     claim_boundary: str = ""
     schema_version: int = SUMMARY_SCHEMA_VERSION
     #: The run's token totals (the report's :data:`USAGE_SECTION` total); ``None``: not accounted.
-    usage: dict[str, Any] | None = None
+    usage: JSONObject | None = None
 
     @classmethod
     def from_report(cls, report: EvaluationReport) -> EvaluationSummary:
@@ -125,8 +150,8 @@ class EvaluationSummary:
             usage=_usage_total(report.sections),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self) -> SummaryDict:
+        summary: SummaryDict = {
             "schema_version": self.schema_version,
             "suite_id": self.suite_id,
             "suite": self.suite,
@@ -141,11 +166,13 @@ class EvaluationSummary:
             "result_digest": self.result_digest,
             "event_count": self.event_count,
             "claim_boundary": self.claim_boundary,
-            **({"usage": dict(self.usage)} if self.usage is not None else {}),
         }
+        if self.usage is not None:
+            summary["usage"] = dict(self.usage)
+        return summary
 
     @classmethod
-    def from_dict(cls, data: Any) -> EvaluationSummary:
+    def from_dict(cls, data: object) -> EvaluationSummary:
         """The summary in ``data``; ``WorldForgeError`` for another shape, unknown keys or a schema
         version newer than this code writes."""
         if not isinstance(data, Mapping):
@@ -188,5 +215,6 @@ __all__ = [
     "USAGE_SECTION",
     "EvaluationSummary",
     "GenerationStopped",
+    "SummaryDict",
     "stopped_reason",
 ]

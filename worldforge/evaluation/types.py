@@ -11,18 +11,19 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from worldforge.core.canonical import ensure_json_native
+from worldforge.core.canonical import JSONObject, ensure_json_native
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.world import World
 from worldforge.forge import WorldForge
+from worldforge.reports.payload import ReportProviderSummary, ReportResult
 from worldforge.workspace import Run
 
 SCENARIO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def validate_score(value: Any, where: str = "score") -> float:
+def validate_score(value: object, where: str = "score") -> float:
     """A finite probability-like score in [0, 1] (bools are not numbers here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorldForgeError(f"{where}: must be a number in [0, 1], got {type(value).__name__}.")
@@ -32,13 +33,13 @@ def validate_score(value: Any, where: str = "score") -> float:
     return number
 
 
-def validate_passed(value: Any, where: str = "passed") -> bool:
+def validate_passed(value: object, where: str = "passed") -> bool:
     if not isinstance(value, bool):
         raise WorldForgeError(f"{where}: must be a bool (True/False), got {type(value).__name__}.")
     return value
 
 
-def validate_metrics(value: Any, where: str = "metrics") -> dict[str, Any]:
+def validate_metrics(value: object, where: str = "metrics") -> JSONObject:
     """JSON-native dict: string keys, finite numbers, no tuples or objects (errors name the path)."""
     if value is None:
         return {}
@@ -52,7 +53,7 @@ def validate_metrics(value: Any, where: str = "metrics") -> dict[str, Any]:
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-def _check_safe_integers(value: Any, path: str) -> None:
+def _check_safe_integers(value: object, path: str) -> None:
     """Integers beyond 2**53 - 1 cannot be canonicalized (RFC 8785 / I-JSON), so they would only fail
     later, at digest time, far from the scenario that produced them."""
     if isinstance(value, bool):
@@ -68,7 +69,7 @@ def _check_safe_integers(value: Any, path: str) -> None:
             _check_safe_integers(item, f"{path}[{index}]")
 
 
-def _non_empty(value: Any, where: str) -> str:
+def _non_empty(value: object, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise WorldForgeError(f"{where}: must be a non-empty string.")
     return value.strip()
@@ -80,7 +81,7 @@ class EvaluationScenarioOutcome:
 
     score: float
     passed: bool
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "score", validate_score(self.score))
@@ -98,7 +99,7 @@ class EvaluationResult:
     provider: str
     score: float
     passed: bool
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("suite_id", "suite", "scenario", "provider"):
@@ -107,7 +108,7 @@ class EvaluationResult:
         validate_passed(self.passed, "result.passed")
         object.__setattr__(self, "metrics", validate_metrics(self.metrics, "result.metrics"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReportResult:
         return {
             "suite_id": self.suite_id,
             "suite": self.suite,
@@ -119,7 +120,7 @@ class EvaluationResult:
         }
 
     @classmethod
-    def from_dict(cls, payload: Any) -> EvaluationResult:
+    def from_dict(cls, payload: object) -> EvaluationResult:
         if not isinstance(payload, Mapping):
             raise WorldForgeError("result: expected an object.")
         missing = [
@@ -152,7 +153,7 @@ class ProviderSummary:
     def pass_rate(self) -> float:
         return self.passed_scenario_count / self.scenario_count if self.scenario_count else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReportProviderSummary:
         return {
             "provider": self.provider,
             "average_score": self.average_score,
@@ -170,7 +171,17 @@ class ProviderSummary:
         return cls(provider, round(average, 12), len(mine), passed, len(mine) - passed)
 
 
-Evaluator = Callable[["EvaluationContext"], Any]
+#: A scenario's check: returns an outcome, a result or a ``{score, passed, metrics}`` dict, which
+#: :meth:`EvaluationContext.coerce` validates.
+Evaluator = Callable[["EvaluationContext"], object]
+
+
+class ScenarioDict(TypedDict):
+    """:meth:`EvaluationScenario.to_dict`: a scenario as a suite lists it."""
+
+    name: str
+    description: str
+    required_capabilities: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +222,7 @@ class EvaluationScenario:
             raise WorldForgeError(f"scenario {name!r}: evaluator must be callable.")
         return cls(name, description, tuple(required_capabilities), evaluator)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ScenarioDict:
         return {
             "name": self.name,
             "description": self.description,
@@ -233,7 +244,7 @@ class EvaluationContext:
     options: dict[str, Any] = field(default_factory=dict)
     run: Run | None = None
 
-    def outcome(self, *, score: Any, passed: Any, metrics: Any = None) -> EvaluationScenarioOutcome:
+    def outcome(self, *, score: object, passed: object, metrics: object = None) -> EvaluationScenarioOutcome:
         """Validate and package a scenario outcome (the recommended evaluator return value)."""
         where = f"scenario {self.scenario.name!r}"
         return EvaluationScenarioOutcome(
@@ -253,7 +264,7 @@ class EvaluationContext:
             outcome.metrics,
         )
 
-    def coerce(self, value: Any) -> EvaluationResult:
+    def coerce(self, value: object) -> EvaluationResult:
         """Accept an outcome, a matching :class:`EvaluationResult` or a ``{score, passed, metrics}`` dict."""
         where = f"scenario {self.scenario.name!r}"
         if isinstance(value, EvaluationScenarioOutcome):
@@ -293,6 +304,7 @@ __all__ = [
     "EvaluationScenarioOutcome",
     "Evaluator",
     "ProviderSummary",
+    "ScenarioDict",
     "validate_metrics",
     "validate_passed",
     "validate_score",

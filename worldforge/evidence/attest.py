@@ -26,18 +26,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import sanitize_text
 from worldforge.core.run_events import RunStatus
-from worldforge.evidence.bundle import EVIDENCE_MANIFEST, MAX_ATTACH_BYTES
+from worldforge.evidence.bundle import MAX_ATTACH_BYTES
 from worldforge.evidence.dsse import seal
 from worldforge.evidence.files import clean_file, is_binary, rerender_reports
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.keys import SigningKey
+from worldforge.evidence.manifest import EVIDENCE_MANIFEST, EvidenceManifest
 from worldforge.evidence.statement import run_docs, run_statements
 from worldforge.evidence.withhold import withhold
 from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME, read_invocation
@@ -88,7 +88,7 @@ def _under(read: Callable[[str], bytes | None], prefix: str, rel: str) -> bytes 
 
 def attest_bundle(
     bundle_dir: Path,
-    manifest: Mapping[str, Any],
+    manifest: EvidenceManifest,
     key: SigningKey | None,
     written: Mapping[str, bytes] | None = None,
 ) -> Path:
@@ -98,7 +98,7 @@ def attest_bundle(
     (``build_bundle(..., attest=...)``), so the file is part of the zip; ``written`` is what it
     wrote by bundle path (read from the directory when not given).
     """
-    included = {str(f["path"]): _hex(str(f["sha256"])) for f in manifest["files"] if f.get("included")}
+    included = {f["path"]: _hex(str(f["sha256"])) for f in manifest["files"] if f["included"]}
     included[EVIDENCE_MANIFEST] = _hex(digest_bytes((bundle_dir / EVIDENCE_MANIFEST).read_bytes()))
     shared = {p: d for p, d in included.items() if not p.startswith("runs/")}
 
@@ -109,7 +109,7 @@ def attest_bundle(
 
     statements: list[bytes] = []
     for run in manifest["runs"]:
-        run_id = str(run["run_id"])
+        run_id = run["run_id"]
         prefix = f"runs/{run_id}/"
         subjects = {**shared, **{p: d for p, d in included.items() if p.startswith(prefix)}}
         items = (

@@ -25,12 +25,12 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TypedDict
 
 from worldforge.core.digests import digest_bytes
-from worldforge.evidence.bundle import EVIDENCE_MANIFEST
 from worldforge.evidence.dsse import INTOTO_PAYLOAD_TYPE, Envelope, EnvelopeError, parse_envelope
 from worldforge.evidence.keys import VerifyKey, load_verify_key
+from worldforge.evidence.manifest import EVIDENCE_MANIFEST
 from worldforge.evidence.statement import PROVENANCE_TYPE, STATEMENT_TYPE, TEST_RESULT_TYPE
 from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME
 from worldforge.workspace.store import resolve_run_dir
@@ -60,6 +60,18 @@ class Files:
         return cls(names, archive.read)
 
 
+class AttestationRecord(TypedDict):
+    """The ``attestation`` part of ``runs verify --format json``."""
+
+    present: bool
+    envelopes: int
+    signature: str
+    keyids: list[str]
+    predicate_types: list[str]
+    subjects: int
+    problems: list[dict[str, str]]
+
+
 @dataclass
 class AttestationCheck:
     """What ``runs verify`` reports about the attestation (``signature``: verified, unchecked,
@@ -76,7 +88,7 @@ class AttestationCheck:
     def add(self, code: str, message: str) -> None:
         self.problems.append(Problem(code, ATTESTATION_NAME, message))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AttestationRecord:
         return {
             "present": self.present,
             "envelopes": self.envelopes,
@@ -98,8 +110,18 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in name
 
 
-def statement_problem(payload: bytes) -> tuple[str | None, dict[str, Any] | None]:
-    """Why ``payload`` is not a well-formed in-toto Statement v1 of ours (``None`` if it is), and it."""
+@dataclass(frozen=True)
+class CheckedStatement:
+    """What verification needs from a well-formed Statement: its predicate type and its subjects
+    (name -> hex SHA-256), in the Statement's order."""
+
+    predicate_type: str
+    subjects: tuple[tuple[str, str], ...]
+
+
+def statement_problem(payload: bytes) -> tuple[str | None, CheckedStatement | None]:
+    """Why ``payload`` is not a well-formed in-toto Statement v1 of ours (``None`` if it is), and
+    what it states once checked."""
     try:
         body = json.loads(payload)
     except ValueError:
@@ -109,21 +131,22 @@ def statement_problem(payload: bytes) -> tuple[str | None, dict[str, Any] | None
     subjects = body.get("subject")
     if not isinstance(subjects, list) or not subjects:
         return "no subjects", None
+    checked: list[tuple[str, str]] = []
     for entry in subjects:
-        digest = entry.get("digest") if isinstance(entry, dict) else None
-        if (
-            not isinstance(entry, dict)
-            or not isinstance(entry.get("name"), str)
-            or not _safe_name(entry["name"])
-        ):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not _safe_name(name):
             return "a subject has no safe relative name", None
-        if not isinstance(digest, dict) or not _HEX.match(str(digest.get("sha256", ""))):
-            return f"subject {entry['name']} has no sha256 digest", None
-    if body.get("predicateType") not in PREDICATE_TYPES:
-        return f"predicateType {body.get('predicateType')!r} is not one WorldForge writes", None
+        digest = entry.get("digest")
+        hex_digest = digest.get("sha256") if isinstance(digest, dict) else None
+        if not isinstance(hex_digest, str) or not _HEX.fullmatch(hex_digest):
+            return f"subject {name} has no sha256 digest", None
+        checked.append((name, hex_digest))
+    predicate_type = body.get("predicateType")
+    if not isinstance(predicate_type, str) or predicate_type not in PREDICATE_TYPES:
+        return f"predicateType {predicate_type!r} is not one WorldForge writes", None
     if not isinstance(body.get("predicate"), dict) or not body["predicate"]:
         return "predicate is not an object", None
-    return None, body
+    return None, CheckedStatement(predicate_type, tuple(checked))
 
 
 def _signature(check: AttestationCheck, envelopes: list[tuple[int, Envelope]], keys: list[VerifyKey]) -> None:
@@ -184,13 +207,12 @@ def verify_attestations(
     attested: dict[str, str] = {}
     conflicting: set[str] = set()
     for number, envelope in envelopes:
-        problem, body = statement_problem(envelope.payload)
-        if body is None:
+        problem, statement = statement_problem(envelope.payload)
+        if statement is None:
             bad_statements[number] = str(problem)
             continue
-        check.predicate_types.append(str(body["predicateType"]))
-        for entry in body["subject"]:
-            name, digest = entry["name"], entry["digest"]["sha256"]
+        check.predicate_types.append(statement.predicate_type)
+        for name, digest in statement.subjects:
             if attested.setdefault(name, digest) != digest:
                 conflicting.add(name)
     if bad_statements:
@@ -253,6 +275,7 @@ __all__ = [
     "AttestationCheck",
     "Files",
     "check_target",
+    "CheckedStatement",
     "statement_problem",
     "trusted_keys",
     "verify_attestations",

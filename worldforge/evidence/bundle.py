@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
@@ -51,6 +50,20 @@ from worldforge.evidence.gate import (
     scan_zip,
 )
 from worldforge.evidence.inputs import run_inputs
+from worldforge.evidence.manifest import (
+    EVIDENCE_MANIFEST,
+    EVIDENCE_SCHEMA_VERSION,
+    EvidenceManifest,
+    FileRecord,
+    FindingRecord,
+    FixtureDigest,
+    RedactionRecord,
+    RunStory,
+    mark_included,
+    not_included,
+    parse_evidence_manifest,
+    redaction_record,
+)
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.evidence.withhold import WITHHELD, strip_digests, withhold
 from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, read_invocation
@@ -58,8 +71,6 @@ from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
-EVIDENCE_SCHEMA_VERSION = 1
-EVIDENCE_MANIFEST = "evidence_manifest.json"
 MAX_ATTACH_BYTES = 10_000_000
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _NOT_FOUND = "excluded: not found where the run read it (digest as the run recorded it)"
@@ -67,18 +78,22 @@ _NOT_FOUND = "excluded: not found where the run read it (digest as the run recor
 
 @dataclass
 class BundleResult:
+    """A written bundle: where it is, its manifest (as written, with the gate's final verdict) and
+    its zip, if one was kept."""
+
     output_dir: Path
-    manifest: dict[str, Any]
+    manifest: EvidenceManifest
     zip_path: Path | None = None
 
     @property
     def safe_to_attach(self) -> bool:
-        return bool(self.manifest["safe_to_attach"])
+        return self.manifest["safe_to_attach"]
 
     @property
-    def gate_findings(self) -> list[dict[str, Any]]:
+    def gate_findings(self) -> list[FindingRecord]:
         """What the bundle gate found: file, line and rule (never the text)."""
-        return list((self.manifest.get("gate") or {}).get("findings") or [])
+        gate = self.manifest.get("gate")
+        return list(gate["findings"]) if gate is not None else []
 
     def gate_lines(self) -> list[str]:
         """One printable line per gate finding (``[zip:]file:line: rule``), for exit-1 messages."""
@@ -92,8 +107,8 @@ class BundleResult:
 class _Builder:
     def __init__(self, output_dir: Path) -> None:
         self.output_dir = output_dir
-        self.files: list[dict[str, Any]] = []
-        self.redactions: list[dict[str, Any]] = []
+        self.files: list[FileRecord] = []
+        self.redactions: list[RedactionRecord] = []
         self.paths: set[str] = set()
         self.memo: dict[str, str] = {}  # sanitized strings shared by every file of this bundle
         self.written: dict[str, bytes] = {}  # what was written, by bundle path, for the gate
@@ -109,7 +124,7 @@ class _Builder:
         local_only: bool = False,
         rendered: str | None = None,
     ) -> bytes | None:
-        record = _not_included(*_clean_names(bundle_path, source), kind, data)
+        record = not_included(*_clean_names(bundle_path, source), kind, data, reason="")
         bundle_path, out = record["path"], None
         if bundle_path in self.paths:
             record["reason"] = "excluded: its sanitized name collides with another file's"
@@ -123,7 +138,7 @@ class _Builder:
             cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered, self.memo)
             out, ledger = cleaned.data, cleaned.ledger
             count = sum(entry.count for entry in ledger)
-            self.redactions.extend(entry.to_dict() for entry in ledger)
+            self.redactions.extend(redaction_record(entry) for entry in ledger)
             how = (
                 "re-rendered from the sanitized report payload"
                 if cleaned.method == "re-rendered"
@@ -133,8 +148,8 @@ class _Builder:
             )
             reason = f"{how} ({count} redactions)" if count else "copied unchanged"
             record["method"] = cleaned.method
-            record.update(included=True, safe_to_attach=True, sha256=digest_bytes(out), size=len(out))
-            record.update(redaction_count=count, reason=reason)
+            mark_included(record, out)
+            record["redaction_count"], record["reason"] = count, reason
             target = self.output_dir / bundle_path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(out)  # the staging directory is renamed into place as a whole
@@ -158,15 +173,15 @@ class _Builder:
         for record in self.files:
             path = record["path"]
             if path in changes:
-                record.update(sha256=digest_bytes(self.written[path]), size=len(self.written[path]))
+                record["sha256"], record["size"] = digest_bytes(self.written[path]), len(self.written[path])
             if path in self.sources and self.written[path] != self.sources[path]:
-                record.update(source_sha256=WITHHELD, source_size=None)
+                record["source_sha256"], record["source_size"] = WITHHELD, None
         return withheld
 
     def add_excluded(self, bundle_path: str, source: str, kind: str, data: bytes, reason: str) -> None:
         """List a file the bundle must not carry (e.g. changed since the run) with its source digest."""
-        record = _not_included(*_clean_names(bundle_path, source), kind, data)
-        self.files.append({**record, "reason": reason})
+        record = not_included(*_clean_names(bundle_path, source), kind, data, reason=reason)
+        self.files.append(record)
         self.paths.add(record["path"])
 
 
@@ -177,22 +192,6 @@ def _clean_names(bundle_path: str, source: str) -> tuple[str, str]:
     """
     clean = sanitize_text(bundle_path)
     return clean, clean if source == bundle_path else sanitize_text(source)
-
-
-def _not_included(bundle_path: str, source: str, kind: str, data: bytes) -> dict[str, Any]:
-    """A file record before anything is attached: the source digest, nothing in the bundle yet."""
-    return {
-        "path": bundle_path,
-        "source": source,
-        "kind": kind,
-        "source_sha256": digest_bytes(data),
-        "source_size": len(data),
-        "included": False,
-        "safe_to_attach": False,
-        "sha256": None,
-        "size": None,
-        "redaction_count": 0,
-    }
 
 
 def _source_date(manifests: list[RunManifest]) -> str | None:
@@ -239,7 +238,7 @@ def _add_dataset_manifests(
     ``claimed`` maps bundle paths to their repository path, so a shared manifest is listed once.
     """
     for ref in manifest.dataset_manifests:
-        rel_path = ref.get("path") if isinstance(ref, dict) else None
+        rel_path = ref.get("path")
         if not isinstance(rel_path, str):
             continue  # local-only: the run cited a manifest outside the repository
         bundle_path = "dataset-manifests/" + rel_path.removeprefix("dataset-manifests/")
@@ -251,8 +250,9 @@ def _add_dataset_manifests(
         recorded, found = ref.get("sha256"), _cited_manifest_file(invocation, manifest, rel_path)
         data = found.read_bytes() if found is not None else None
         if data is None:  # listed by the digest the run recorded: the bytes are not at hand
-            missing = _not_included(bundle_path, rel_path, "dataset-manifest", b"")
-            missing.update(source_sha256=recorded, source_size=None, reason=_NOT_FOUND)
+            missing = not_included(bundle_path, rel_path, "dataset-manifest", b"", reason=_NOT_FOUND)
+            missing["source_sha256"] = recorded if isinstance(recorded, str) else None
+            missing["source_size"] = None
             builder.files.append(missing)
         elif recorded not in (None, digest_bytes(data)):
             reason = f"excluded: the manifest changed since the run cited {recorded}"
@@ -269,7 +269,7 @@ def build_bundle(
     overwrite: bool = False,
     make_zip: bool = False,
     issue: bool = False,
-    attest: Callable[[Path, dict[str, Any], dict[str, bytes]], object] | None = None,
+    attest: Callable[[Path, EvidenceManifest, dict[str, bytes]], object] | None = None,
 ) -> BundleResult:
     """Bundle the given runs (all when ``run_refs`` is empty); ``attest`` signs a bundle the gate passed."""
 
@@ -289,10 +289,10 @@ def build_bundle(
     out.mkdir()
     builder = _Builder(out)
     manifests: list[RunManifest] = []
-    stories: list[dict[str, Any]] = []
+    stories: list[RunStory] = []
     copied_datasets: dict[str, str] = {}
     claimed_inputs: dict[str, str | None] = {}
-    fixture_digests: list[dict[str, Any]] = []
+    fixture_digests: list[FixtureDigest] = []
     for run_dir in run_dirs:
         manifest = read_run_manifest(run_dir)
         manifests.append(manifest)
@@ -353,8 +353,8 @@ def build_bundle(
 class _Texts:
     """What the generated texts and the manifest say besides the gate's verdict."""
 
-    stories: list[dict[str, Any]]
-    fixture_digests: list[dict[str, Any]]
+    stories: list[RunStory]
+    fixture_digests: list[FixtureDigest]
     source_date: str | None
     issue: bool
     withheld: set[str]
@@ -366,7 +366,7 @@ _SETTLE_ROUNDS = 3
 
 def _settle(
     out: Path, builder: _Builder, texts: _Texts, findings: list[GateFinding], known: KnownValues
-) -> tuple[dict[str, Any], list[GateFinding]]:
+) -> tuple[EvidenceManifest, list[GateFinding]]:
     """Write summary.md, issue.md and the manifest stating the verdict the gate reaches on all of them.
 
     ``findings`` are the gate's findings on everything else. The texts are scanned after they are
@@ -382,7 +382,7 @@ def _settle(
             break
         findings = settled
     else:
-        payload.update(files=flag_files(payload["files"], findings), safe_to_attach=False)
+        payload["files"], payload["safe_to_attach"] = flag_files(payload["files"], findings), False
         payload["gate"] = gate_record(findings, payload["gate"]["scanned_files"])
     atomic_write_bytes(out / EVIDENCE_MANIFEST, pretty_json(payload).encode("utf-8"))
     return payload, findings
@@ -390,7 +390,7 @@ def _settle(
 
 def _write_verdict(
     out: Path, builder: _Builder, texts: _Texts, findings: list[GateFinding]
-) -> tuple[dict[str, Any], dict[str, bytes]]:
+) -> tuple[EvidenceManifest, dict[str, bytes]]:
     """Write summary.md (and issue.md) and the manifest as the verdict ``findings`` give.
 
     Returns the manifest, with its ``gate`` record added after the manifest was written without it
@@ -411,16 +411,17 @@ def _write_verdict(
     generated = []
     for name, raw_text in zip(names, raw_texts, strict=True):
         text, ledger = sanitize_with_ledger(raw_text, name)
-        redactions.extend(entry.to_dict() for entry in ledger)
+        redactions.extend(redaction_record(entry) for entry in ledger)
         data = strip_digests(text.encode("utf-8"), texts.withheld)
         (out / name).write_bytes(data)
         written[name] = data
-        record = _not_included(name, "generated", "summary", data)
-        record.update(included=True, safe_to_attach=True, sha256=digest_bytes(data), size=len(data))
-        generated.append({**record, "reason": "generated from sanitized run metadata"})
+        reason = "generated from sanitized run metadata"
+        record = not_included(name, "generated", "summary", data, reason=reason)
+        mark_included(record, data)
+        generated.append(record)
     files = sorted(files + flag_files(generated, findings), key=lambda r: r["path"])
     included = [f for f in files if f["included"]]
-    payload: dict[str, Any] = {
+    payload: EvidenceManifest = {
         "schema_version": EVIDENCE_SCHEMA_VERSION,
         "bundle_kind": "issue-run" if texts.issue else "evidence",
         "source_date": texts.source_date,
@@ -439,8 +440,11 @@ def _write_verdict(
     if texts.issue:
         payload["issue_template"] = "issue.md"
         payload["first_triage_step"] = texts.stories[0]["first_triage_step"]
-    payload = sanitize_value(payload)  # the manifest leaves the machine too
-    if texts.withheld:  # the fixture list names input files by digest, redacted copies included
+    # The manifest leaves the machine too. Sanitizing changes strings only, and taking the withheld
+    # digests out of the fixture list (which names input files by digest, redacted copies
+    # included) replaces digest strings: both keep the model's shape.
+    payload = sanitize_value(payload)
+    if texts.withheld:
         payload = json.loads(strip_digests(pretty_json(payload).encode("utf-8"), texts.withheld))
     data = pretty_json(payload).encode("utf-8")
     atomic_write_bytes(out / EVIDENCE_MANIFEST, data)
@@ -498,23 +502,28 @@ def verify_bundle_dir(bundle_dir: Path, target: str | None = None) -> VerifyRepo
 
 def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
     try:
-        manifest = json.loads((bundle_dir / EVIDENCE_MANIFEST).read_text(encoding="utf-8"))
+        raw = json.loads((bundle_dir / EVIDENCE_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         report.add("manifest-unreadable", EVIDENCE_MANIFEST, f"cannot read evidence manifest ({exc})")
         return
-    files = {f["path"]: f for f in manifest.get("files", [])}
-    for path, record in sorted(files.items()):
-        if not record.get("included"):
+    try:
+        manifest = parse_evidence_manifest(raw)
+    except WorldForgeError as exc:
+        report.add("manifest-malformed", EVIDENCE_MANIFEST, str(exc))
+        return
+    files = {f["path"]: f for f in manifest["files"]}
+    for listed, record in sorted(files.items()):
+        if not record["included"]:
             continue
-        on_disk = bundle_dir / path
+        on_disk = bundle_dir / listed
         if not on_disk.is_file():
-            report.add("file-missing", path, "listed as included but missing from the bundle")
+            report.add("file-missing", listed, "listed as included but missing from the bundle")
             continue
         data = on_disk.read_bytes()
-        if digest_bytes(data) != record.get("sha256") or len(data) != record.get("size"):
-            report.add("file-digest-mismatch", path, "sha256/size differ from evidence_manifest.json")
-    included = [files[p] for p in sorted(files) if files[p].get("included")]
-    if digest_payload([[f["path"], f["sha256"]] for f in included]) != manifest.get("bundle_digest"):
+        if digest_bytes(data) != record["sha256"] or len(data) != record["size"]:
+            report.add("file-digest-mismatch", listed, "sha256/size differ from evidence_manifest.json")
+    included = [files[p] for p in sorted(files) if files[p]["included"]]
+    if digest_payload([[f["path"], f["sha256"]] for f in included]) != manifest["bundle_digest"]:
         report.add("bundle-digest-mismatch", EVIDENCE_MANIFEST, "bundle_digest does not match the file list")
     for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(bundle_dir).as_posix()
@@ -522,14 +531,14 @@ def _verify_bundle(report: VerifyReport, bundle_dir: Path) -> None:
             report.add("unlisted-file", rel, "file is not listed in evidence_manifest.json")
     report.checked["files"] = len(included)
     runs_root = bundle_dir / "runs"
-    for run in manifest.get("runs", []):
-        run_id = str(run.get("run_id"))
+    for run in manifest["runs"]:
+        run_id = run["run_id"]
         run_dir = runs_root / run_id
         prefix = f"runs/{run_id}/"
         changed = frozenset(
             p[len(prefix) :]
             for p, f in files.items()
-            if p.startswith(prefix) and (not f.get("included") or f.get("sha256") != f.get("source_sha256"))
+            if p.startswith(prefix) and (not f["included"] or f["sha256"] != f["source_sha256"])
         )
         sub = verify_run(run_dir, prefix=prefix, skip_paths=changed)
         if MANIFEST_NAME not in changed:
@@ -579,8 +588,6 @@ def verify_target(workspace_dir: str | Path, target: str) -> VerifyReport:
 
 
 __all__ = [
-    "EVIDENCE_MANIFEST",
-    "EVIDENCE_SCHEMA_VERSION",
     "MAX_ATTACH_BYTES",
     "BundleResult",
     "build_bundle",

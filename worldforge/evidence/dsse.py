@@ -21,7 +21,7 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from worldforge.evidence.keys import SigningKey, VerifyKey
 
@@ -39,6 +39,21 @@ class EnvelopeError(ValueError):
     """An envelope line that is not a well-formed DSSE envelope (the message says which part)."""
 
 
+class SignatureRecord(TypedDict):
+    """One signature of an envelope as JSON: the key id and the base64 signature."""
+
+    keyid: str
+    sig: str
+
+
+class EnvelopeRecord(TypedDict):
+    """A DSSE envelope as JSON (one line of ``attestations.intoto.jsonl``)."""
+
+    payload: str
+    payloadType: str
+    signatures: list[SignatureRecord]
+
+
 @dataclass(frozen=True)
 class Envelope:
     """One DSSE envelope: its payload bytes, payload type and ``(keyid, signature bytes)`` pairs."""
@@ -47,7 +62,7 @@ class Envelope:
     payload: bytes
     signatures: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EnvelopeRecord:
         return {
             "payload": base64.b64encode(self.payload).decode("ascii"),
             "payloadType": self.payload_type,
@@ -79,7 +94,7 @@ def seal(payload: bytes, signing_key: SigningKey | None, payload_type: str = INT
     return Envelope(payload_type, payload, ((signing_key.keyid, signature),))
 
 
-def _b64(value: Any, what: str) -> bytes:
+def _b64(value: object, what: str) -> bytes:
     if not isinstance(value, str):
         raise EnvelopeError(f"{what} is not a base64 string")
     try:
@@ -114,4 +129,13 @@ def parse_envelope(line: str) -> Envelope:
     return Envelope(payload_type, payload, tuple(signatures))
 
 
-__all__ = ["INTOTO_PAYLOAD_TYPE", "Envelope", "EnvelopeError", "pae", "parse_envelope", "seal"]
+__all__ = [
+    "INTOTO_PAYLOAD_TYPE",
+    "Envelope",
+    "EnvelopeError",
+    "EnvelopeRecord",
+    "SignatureRecord",
+    "pae",
+    "parse_envelope",
+    "seal",
+]

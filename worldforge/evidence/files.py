@@ -26,12 +26,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 import yaml
 
 from worldforge.benchmark.harness import render_csv, render_markdown
-from worldforge.core.canonical import pretty_json
+from worldforge.core.canonical import JSON, JSONObject, pretty_json
 from worldforge.core.redact import Redaction, sanitize_value, sanitize_with_ledger
 from worldforge.evaluation.suite import load_suite_module
 from worldforge.reports import render_report
@@ -39,6 +38,8 @@ from worldforge.reports.json_report import render_gallery_json
 from worldforge.reports.markdown import render_gallery_markdown
 
 STRUCTURED_RULE = "structured-value"
+#: Renders a report payload (parsed JSON) into one of the formats a run holds.
+_Renderer = Callable[[JSONObject], str]
 
 
 def is_binary(data: bytes) -> bool:
@@ -73,9 +74,9 @@ def _line_ledger(before: str, after: str, source: str) -> list[Redaction]:
     return [Redaction(STRUCTURED_RULE, source, line, n) for line, n in sorted(counts.items())]
 
 
-def _json_style(raw: str, value: Any) -> Callable[[Any], str] | None:
+def _json_style(raw: str, value: JSON) -> Callable[[JSON], str] | None:
     """The serializer that wrote ``raw``, when it is one the project uses; ``None`` if unknown."""
-    styles: tuple[Callable[[Any], str], ...] = (
+    styles: tuple[Callable[[JSON], str], ...] = (
         pretty_json,
         lambda v: json.dumps(v, indent=2, ensure_ascii=False) + "\n",
         lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":")),
@@ -95,14 +96,14 @@ class _DuplicateKey(ValueError):
     """A JSON object names a key twice: the parser keeps one value, the bytes hold both."""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _pairs(pairs: list[tuple[str, JSON]]) -> JSONObject:
     out = dict(pairs)
     if len(out) != len(pairs):
         raise _DuplicateKey("duplicate key")
     return out
 
 
-def _parse_json(text: str) -> Any:
+def _parse_json(text: str) -> JSON:
     """The JSON value of ``text``; :class:`ValueError` when it is not JSON *or* holds text the parsed
     value does not (a duplicate key's first value), so such files are sanitized as text."""
     return json.loads(text, object_pairs_hook=_pairs)
@@ -194,7 +195,7 @@ def clean_file(
 # ------------------------------------------------------------------------------------ reports
 
 
-def _evaluation_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
+def _evaluation_renderers() -> dict[str, _Renderer]:
 
     return {
         "reports/report.json": lambda p: render_report(p, "json"),
@@ -204,7 +205,7 @@ def _evaluation_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
     }
 
 
-def _gallery_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
+def _gallery_renderers() -> dict[str, _Renderer]:
 
     return {
         "reports/failure_gallery.json": render_gallery_json,
@@ -212,7 +213,7 @@ def _gallery_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
     }
 
 
-def _benchmark_renderers() -> dict[str, Callable[[dict[str, Any]], str]]:
+def _benchmark_renderers() -> dict[str, _Renderer]:
 
     return {
         "reports/report.json": pretty_json,
@@ -228,7 +229,7 @@ def rerender_reports(kind: str, files: dict[str, bytes]) -> dict[str, str]:
     and only from a payload that parses; a report that cannot be re-rendered (an older layout, a
     renderer error) is left to the structured or text path, which still sanitizes it.
     """
-    groups: list[tuple[str, Callable[[], dict[str, Callable[[dict[str, Any]], str]]]]] = []
+    groups: list[tuple[str, Callable[[], dict[str, _Renderer]]]] = []
     if kind == "evaluation":
         groups = [
             ("reports/report.json", _evaluation_renderers),
@@ -249,7 +250,7 @@ def rerender_reports(kind: str, files: dict[str, bytes]) -> dict[str, str]:
             continue
         if kind == "evaluation":  # a built-in suite's own HTML page is registered when it loads
             load_suite_module(str(payload.get("suite_id") or ""))
-        clean = sanitize_value(payload)
+        clean: JSONObject = sanitize_value(payload)  # the same shape, secrets redacted
         for path, render in renderers().items():
             if path not in files:
                 continue

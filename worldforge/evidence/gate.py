@@ -23,10 +23,10 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from worldforge.core.redact.views import b64_tokens, decoded_layer
+from worldforge.core.redact.views import Decoded, b64_tokens, decoded_layer
 from worldforge.evidence.detect import DETECTOR_VERSION, KnownValues, scan_decoded, scan_name, scan_text
+from worldforge.evidence.manifest import FileRecord, FindingRecord, GateRecord
 
 
 @dataclass(frozen=True, order=True)
@@ -39,8 +39,8 @@ class GateFinding:
     rule: str
     container: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"file": self.file, "line": self.line, "rule": self.rule}
+    def to_dict(self) -> FindingRecord:
+        record: FindingRecord = {"file": self.file, "line": self.line, "rule": self.rule}
         if self.container:
             record["container"] = self.container
         return record
@@ -60,7 +60,7 @@ def _views(
         return
     for decoded in decoded_layer(text):
 
-        def mapper(position: int, decoded: Any = decoded, parent: Callable[[int], int] = to_top) -> int:
+        def mapper(position: int, decoded: Decoded = decoded, parent: Callable[[int], int] = to_top) -> int:
             return parent(decoded.to_original(position))
 
         yield from _views(decoded.text, depth - 1, mapper, plus_split or decoded.name == "url")
@@ -124,7 +124,7 @@ def scan_zip(zip_path: Path, known: KnownValues) -> list[GateFinding]:
     return sorted(set(findings))
 
 
-def gate_record(findings: list[GateFinding], scanned: int) -> dict[str, Any]:
+def gate_record(findings: list[GateFinding], scanned: int) -> GateRecord:
     """The manifest's ``gate`` section: what scanned, how much, and what it found (no secrets)."""
     return {
         "detector": DETECTOR_VERSION,
@@ -135,16 +135,16 @@ def gate_record(findings: list[GateFinding], scanned: int) -> dict[str, Any]:
     }
 
 
-def flag_files(files: list[dict[str, Any]], findings: list[GateFinding]) -> list[dict[str, Any]]:
+def flag_files(files: list[FileRecord], findings: list[GateFinding]) -> list[FileRecord]:
     """Copies of the manifest's file records with the gate's verdict applied: a file with a
     finding is not safe to attach, and its reason says the gate flagged it."""
     flagged = {f.file for f in findings}
     out = []
     for record in files:
-        record = dict(record)
-        reason = str(record.get("reason") or "")
+        record = record.copy()
+        reason = record["reason"]
         if record["path"] in flagged and not reason.startswith(_FLAGGED):
-            record.update(safe_to_attach=False, reason=_FLAGGED + reason)
+            record["safe_to_attach"], record["reason"] = False, _FLAGGED + reason
         out.append(record)
     return out
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import yaml
 
 from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.redact import sanitize_text
+from worldforge.evidence.manifest import FixtureDigest
+from worldforge.workspace.entries import InputEntry
 from worldforge.workspace.records import RunManifest
 
 PRESET_SCHEMA_VERSION = 1
@@ -62,16 +63,17 @@ def find_repo_file(rel_path: str, start: Path | None) -> Path | None:
     return None
 
 
-def _preset_files(run_id: str, entry: dict[str, Any]) -> list[InputCopy]:
+def _preset_files(run_id: str, entry: InputEntry) -> list[InputCopy]:
     """The preset YAML and budget JSON of a benchmark run, when the recorded value is complete."""
 
     value = entry.get("value")
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+    recorded_name = value.get("name") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or not isinstance(recorded_name, str):
         return []
-    if digest_payload(value) != entry.get("digest"):
+    if digest_payload(value) != entry["digest"]:
         return []  # truncated or redacted when recorded: it would not reproduce the run
-    name = PurePosixPath(value["name"]).name
-    if not name or name != value["name"]:
+    name = PurePosixPath(recorded_name).name
+    if not name or name != recorded_name:
         return []
     preset = {"schema_version": PRESET_SCHEMA_VERSION, **value}
     text = f"# Preset of run {run_id}, as recorded in its run manifest.\n" + yaml.safe_dump(
@@ -93,7 +95,7 @@ def _preset_files(run_id: str, entry: dict[str, Any]) -> list[InputCopy]:
 
 def run_inputs(
     manifest: RunManifest, already: dict[str, str | None], start: Path | None
-) -> tuple[list[dict[str, Any]], list[InputCopy]]:
+) -> tuple[list[FixtureDigest], list[InputCopy]]:
     """Fixture-digest records and the files to bundle for one run's recorded inputs.
 
     ``already`` maps the bundle paths claimed by earlier runs to the digest bundled there (``None``
@@ -103,26 +105,24 @@ def run_inputs(
     are listed by digest only.
     """
     run_id = manifest.run_id
-    digests: list[dict[str, Any]] = []
+    digests: list[FixtureDigest] = []
     copies: list[InputCopy] = []
     for entry in manifest.inputs:
-        if not isinstance(entry, dict):
-            continue
-        kind = entry.get("kind")
-        if kind == "value" and entry.get("name") == "preset" and manifest.kind == "benchmark":
+        kind = entry["kind"]
+        if kind == "value" and entry["name"] == "preset" and manifest.kind == "benchmark":
             for copy in _preset_files(run_id, entry):
                 if copy.bundle_path not in already:
                     already[copy.bundle_path] = digest_bytes(copy.data)
                     copies.append(copy)
             continue
-        if kind != "file" or not isinstance(entry.get("path"), str):
+        rel_path = entry.get("path")
+        if kind != "file" or rel_path is None:
             continue
-        rel_path = entry["path"]
-        record: dict[str, Any] = {
+        record: FixtureDigest = {
             "run_id": run_id,
-            "name": sanitize_text(str(entry.get("name"))),
+            "name": sanitize_text(entry["name"]),
             "path": sanitize_text(rel_path),
-            "sha256": entry.get("digest"),
+            "sha256": entry["digest"],
             "size": entry.get("size"),
             "bundled_as": None,
         }
@@ -134,14 +134,14 @@ def run_inputs(
         data = found.read_bytes()
         current = digest_bytes(data)
         if bundle_path not in already:
-            if current == entry.get("digest"):
+            if current == entry["digest"]:
                 already[bundle_path] = current
                 copies.append(InputCopy(bundle_path, rel_path, "input-file", data))
             else:
                 already[bundle_path] = None
-                reason = f"excluded: the input changed since run {run_id} recorded {entry.get('digest')}"
+                reason = f"excluded: the input changed since run {run_id} recorded {entry['digest']}"
                 copies.append(InputCopy(bundle_path, rel_path, "input-file", data, reason))
-        if already[bundle_path] == entry.get("digest"):
+        if already[bundle_path] == entry["digest"]:
             record["bundled_as"] = bundle_path
     return digests, copies
 

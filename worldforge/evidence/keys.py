@@ -18,12 +18,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 from worldforge import heavy
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
+
+if TYPE_CHECKING:  # the library loads lazily, through worldforge.heavy, when a key is first used
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey, EllipticCurvePublicKey
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+#: The private and public key objects an attestation is signed and checked with.
+PrivateKey: TypeAlias = "Ed25519PrivateKey | EllipticCurvePrivateKey"
+PublicKey: TypeAlias = "Ed25519PublicKey | EllipticCurvePublicKey"
 
 #: The key types an attestation may be signed with, by the name the key records carry.
 KEY_TYPES = ("ed25519", "ecdsa-p256")
@@ -31,15 +40,29 @@ PRIVATE_KEY_NAME = "worldforge-attest.key"
 PUBLIC_KEY_NAME = "worldforge-attest.pub"
 
 
-def _serialization() -> Any:
+def _serialization() -> ModuleType:
     return heavy.load("cryptography.hazmat.primitives.serialization")
 
 
-def _asymmetric(name: str) -> Any:
+def _asymmetric(name: str) -> ModuleType:
     return heavy.load(f"cryptography.hazmat.primitives.asymmetric.{name}")
 
 
-def _key_type(key: Any, where: str) -> str:
+def _private_classes() -> tuple[type[Ed25519PrivateKey], type[EllipticCurvePrivateKey]]:
+    """The library's private key classes (loaded on first use), typed so a check narrows a key."""
+    ed25519: type[Ed25519PrivateKey] = _asymmetric("ed25519").Ed25519PrivateKey
+    ec: type[EllipticCurvePrivateKey] = _asymmetric("ec").EllipticCurvePrivateKey
+    return ed25519, ec
+
+
+def _public_classes() -> tuple[type[Ed25519PublicKey], type[EllipticCurvePublicKey]]:
+    """The library's public key classes (loaded on first use), typed so a check narrows a key."""
+    ed25519: type[Ed25519PublicKey] = _asymmetric("ed25519").Ed25519PublicKey
+    ec: type[EllipticCurvePublicKey] = _asymmetric("ec").EllipticCurvePublicKey
+    return ed25519, ec
+
+
+def _key_type(key: object, where: str) -> str:
     """``ed25519`` or ``ecdsa-p256`` for a supported key object; bad input otherwise."""
     ed25519, ec = _asymmetric("ed25519"), _asymmetric("ec")
     if isinstance(key, (ed25519.Ed25519PrivateKey, ed25519.Ed25519PublicKey)):
@@ -51,7 +74,7 @@ def _key_type(key: Any, where: str) -> str:
     raise WorldForgeError(f"{where}: {type(key).__name__.lstrip('_')} key; expected Ed25519 or ECDSA P-256.")
 
 
-def _public_der(public_key: Any) -> bytes:
+def _public_der(public_key: PublicKey) -> bytes:
     serialization = _serialization()
     der: bytes = public_key.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -59,7 +82,7 @@ def _public_der(public_key: Any) -> bytes:
     return der
 
 
-def key_id(public_key: Any) -> str:
+def key_id(public_key: PublicKey) -> str:
     """Hex SHA-256 of the public key's DER SubjectPublicKeyInfo (what ``keyid`` holds)."""
     return digest_bytes(_public_der(public_key)).removeprefix("sha256:")
 
@@ -68,25 +91,26 @@ def key_id(public_key: Any) -> str:
 class SigningKey:
     """A private key read from a PEM file; ``keyid`` and ``key_type`` are all that is ever recorded."""
 
-    key: Any
+    key: PrivateKey
     key_type: str
     keyid: str
 
     def sign(self, message: bytes) -> bytes:
         """Ed25519 over the message; ECDSA P-256 with SHA-256, DER-encoded (as DSSE and cosign use)."""
-        if self.key_type == "ed25519":
-            signature: bytes = self.key.sign(message)
-            return signature
+        key, (ed25519, ecdsa) = self.key, _private_classes()
+        if isinstance(key, ed25519):
+            return key.sign(message)
+        if not isinstance(key, ecdsa):  # load_signing_key admits no other kind
+            raise WorldForgeError(f"signing key {self.keyid}: {type(key).__name__} is not Ed25519 or ECDSA.")
         ec, hashes = _asymmetric("ec"), heavy.load("cryptography.hazmat.primitives.hashes")
-        signature = self.key.sign(message, ec.ECDSA(hashes.SHA256()))
-        return signature
+        return key.sign(message, ec.ECDSA(hashes.SHA256()))
 
 
 @dataclass(frozen=True)
 class VerifyKey:
     """A public key a signature is checked against; ``source`` names where it came from."""
 
-    key: Any
+    key: PublicKey
     key_type: str
     keyid: str
     source: str
@@ -94,12 +118,15 @@ class VerifyKey:
     def verifies(self, message: bytes, signature: bytes) -> bool:
         """Whether ``signature`` over ``message`` is this key's (never raises on a bad signature)."""
         exceptions = heavy.load("cryptography.exceptions")
+        key, (ed25519, ecdsa) = self.key, _public_classes()
         try:
-            if self.key_type == "ed25519":
-                self.key.verify(signature, message)
-            else:
+            if isinstance(key, ed25519):
+                key.verify(signature, message)
+            elif isinstance(key, ecdsa):
                 ec, hashes = _asymmetric("ec"), heavy.load("cryptography.hazmat.primitives.hashes")
-                self.key.verify(signature, message, ec.ECDSA(hashes.SHA256()))
+                key.verify(signature, message, ec.ECDSA(hashes.SHA256()))
+            else:  # load_verify_key admits no other kind
+                return False
         except (exceptions.InvalidSignature, ValueError):
             return False
         return True
@@ -177,7 +204,7 @@ def generate_keypair(directory: str | Path, key_type: str = "ed25519") -> tuple[
             raise WorldForgeError(f"{path}: already exists; keys are never overwritten.")
     serialization = _serialization()
     if key_type == "ed25519":
-        key: Any = _asymmetric("ed25519").Ed25519PrivateKey.generate()
+        key: PrivateKey = _asymmetric("ed25519").Ed25519PrivateKey.generate()
     else:
         ec = _asymmetric("ec")
         key = ec.generate_private_key(ec.SECP256R1())

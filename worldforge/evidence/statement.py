@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from worldforge.core.canonical import canonical_json
+from worldforge.core.canonical import JSON, JSONObject, canonical_json
 from worldforge.core.digests import is_digest
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -41,7 +41,56 @@ PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
 QUALIFICATION_PATH = "science-birds/qualification.json"
 
 
-def _load(data: bytes | None) -> Any:
+class ResourceDescriptor(TypedDict):
+    """An in-toto ResourceDescriptor as these Statements use it: a name, its digest (``sha256`` hex,
+    or ``gitCommit``) when it may be disclosed, and annotations."""
+
+    name: str
+    digest: NotRequired[dict[str, str]]
+    annotations: NotRequired[JSONObject]
+
+
+class TestResultPredicate(TypedDict):
+    """The ``test-result/v0.1`` predicate."""
+
+    result: str
+    configuration: list[ResourceDescriptor]
+    passedTests: list[str]
+    warnedTests: list[str]
+    failedTests: list[str]
+
+
+class BuildDefinition(TypedDict):
+    """SLSA ``buildDefinition``: the run as a build and what it resolved."""
+
+    buildType: str
+    externalParameters: JSONObject
+    internalParameters: JSONObject
+    resolvedDependencies: list[ResourceDescriptor]
+
+
+class Builder(TypedDict):
+    """SLSA ``runDetails.builder``."""
+
+    id: str
+    version: JSONObject
+
+
+class RunDetails(TypedDict):
+    """SLSA ``runDetails``: who built, the run id and its recorded times."""
+
+    builder: Builder
+    metadata: dict[str, str]
+
+
+class ProvenancePredicate(TypedDict):
+    """The SLSA ``provenance/v1`` predicate."""
+
+    buildDefinition: BuildDefinition
+    runDetails: RunDetails
+
+
+def _load(data: bytes | None) -> JSON:
     if data is None:
         return None
     try:
@@ -60,10 +109,10 @@ class RunDocs:
 
     run_id: str
     prefix: str
-    manifest: Mapping[str, Any]
-    result: Mapping[str, Any] | None
-    report: Mapping[str, Any] | None
-    qualification: list[Any] | None
+    manifest: JSONObject
+    result: JSONObject | None
+    report: JSONObject | None
+    qualification: list[JSON] | None
     failed_items: int
     subjects: Mapping[str, str]
 
@@ -104,28 +153,28 @@ def run_docs(
 # ----------------------------------------------------------------------------- descriptors
 
 
-def descriptor(name: str, digest: Any, **annotations: Any) -> dict[str, Any]:
+def descriptor(name: str, digest: JSON, **annotations: JSON) -> ResourceDescriptor:
     """A ResourceDescriptor; a digest that is not ``sha256:<hex>`` (withheld) is left out, not copied."""
-    out: dict[str, Any] = {"name": name}
+    out: ResourceDescriptor = {"name": name}
     if is_digest(digest):
         out["digest"] = {"sha256": str(digest).removeprefix("sha256:")}
     elif isinstance(digest, str) and digest.startswith("withheld:"):
         annotations = {**annotations, "digest": "withheld"}
-    kept = {k: v for k, v in annotations.items() if v is not None}
+    kept: JSONObject = {k: v for k, v in annotations.items() if v is not None}
     if kept:
         out["annotations"] = kept
     return out
 
 
-def _file_descriptor(docs: RunDocs, rel: str) -> dict[str, Any]:
+def _file_descriptor(docs: RunDocs, rel: str) -> ResourceDescriptor:
     name = docs.prefix + rel
     hex_digest = docs.subjects.get(name)
     return descriptor(name, f"sha256:{hex_digest}" if hex_digest else "withheld:")
 
 
-def _find_values(value: Any, key: str) -> list[Any]:
+def _find_values(value: JSON, key: str) -> list[JSON]:
     """Every value stored under ``key`` anywhere in a JSON document, in document order."""
-    found: list[Any] = []
+    found: list[JSON] = []
     if isinstance(value, dict):
         for k, v in value.items():
             if k == key:
@@ -137,24 +186,32 @@ def _find_values(value: Any, key: str) -> list[Any]:
     return found
 
 
-def _inputs(docs: RunDocs) -> list[dict[str, Any]]:
-    entries = docs.manifest.get("inputs") or []
-    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)]
+def _inputs(docs: RunDocs) -> list[tuple[str, JSONObject]]:
+    """The recorded inputs with a name, as ``(name, entry)``: the manifest as bundled is read
+    as the JSON it is, not trusted to have the run writer's shape."""
+    entries = docs.manifest.get("inputs")
+    named: list[tuple[str, JSONObject]] = []
+    for entry in entries if isinstance(entries, list) else []:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and isinstance(name, str):
+            named.append((name, entry))
+    return named
 
 
-def configuration(docs: RunDocs) -> list[dict[str, Any]]:
+def configuration(docs: RunDocs) -> list[ResourceDescriptor]:
     """What the run's result depends on, as ResourceDescriptors (see the module docstring)."""
     m = docs.manifest
     out = [_file_descriptor(docs, "run_manifest.json")]
     for key in ("config_digest", "input_digest", "result_digest"):
         if m.get(key) is not None:
             out.append(descriptor(f"run:{key.removesuffix('_digest')}", m.get(key)))
-    for entry in _inputs(docs):
-        out.append(descriptor(f"input:{entry['name']}", entry.get("digest"), kind=entry.get("kind")))
-    for ref in m.get("dataset_manifests") or []:
+    for name, entry in _inputs(docs):
+        out.append(descriptor(f"input:{name}", entry.get("digest"), kind=entry.get("kind")))
+    refs = m.get("dataset_manifests")
+    for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, dict):
-            name = ref.get("path") or ref.get("id") or "dataset-manifest"
-            out.append(descriptor(f"dataset-manifest:{name}", ref.get("sha256") or ref.get("digest")))
+            label = ref.get("path") or ref.get("id") or "dataset-manifest"
+            out.append(descriptor(f"dataset-manifest:{label}", ref.get("sha256") or ref.get("digest")))
     weights = sorted({w for w in _find_values(docs.report, "weights_digest") if isinstance(w, str)})
     out += [descriptor("classifier-weights", w) for w in weights]
     if docs.qualification is not None:
@@ -170,7 +227,8 @@ def outcomes(docs: RunDocs) -> tuple[list[str], list[str], list[str]]:
     passed: list[str] = []
     failed: list[str] = []
     gates: list[str] = []
-    for row in (docs.result or {}).get("results") or []:
+    rows = (docs.result or {}).get("results")
+    for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict):
             continue
         if "scenario" in row:
@@ -196,7 +254,7 @@ def verdict(docs: RunDocs, failed: list[str], failed_gates: list[str]) -> str:
     return WARNED if failed or docs.failed_items else PASSED
 
 
-def result_predicate(docs: RunDocs) -> dict[str, Any]:
+def result_predicate(docs: RunDocs) -> TestResultPredicate:
     passed, failed, gates = outcomes(docs)
     return {
         "result": verdict(docs, failed, gates),
@@ -207,11 +265,11 @@ def result_predicate(docs: RunDocs) -> dict[str, Any]:
     }
 
 
-def provenance_predicate(docs: RunDocs) -> dict[str, Any]:
+def provenance_predicate(docs: RunDocs) -> ProvenancePredicate:
     """SLSA Provenance v1 of the run (recorded command, options, versions, models, programs)."""
     m = docs.manifest
     raw_environment = m.get("environment")
-    environment: dict[str, Any] = raw_environment if isinstance(raw_environment, dict) else {}
+    environment: JSONObject = raw_environment if isinstance(raw_environment, dict) else {}
     dependencies = [
         descriptor(f"pkg:pypi/worldforge@{m.get('worldforge_version')}", None),
         descriptor(
@@ -228,14 +286,15 @@ def provenance_predicate(docs: RunDocs) -> dict[str, Any]:
         model = info.get("model") if isinstance(info, dict) else None
         dependencies.append(descriptor(f"model:{provider}", None, model=model))
     dependencies += [
-        descriptor(f"input:{e['name']}", e.get("digest"))
-        for e in _inputs(docs)
-        if e["name"].startswith("program:")
+        descriptor(f"input:{name}", entry.get("digest"))
+        for name, entry in _inputs(docs)
+        if name.startswith("program:")
     ]
-    details: dict[str, Any] = {"invocationId": docs.run_id}
+    details: dict[str, str] = {"invocationId": docs.run_id}
     for key, field in (("created_at", "startedOn"), ("finished_at", "finishedOn")):
-        if isinstance(m.get(key), str):
-            details[field] = m[key]
+        stamp = m.get(key)
+        if isinstance(stamp, str):
+            details[field] = stamp
     return {
         "buildDefinition": {
             "buildType": BUILD_TYPE,
@@ -254,7 +313,7 @@ def provenance_predicate(docs: RunDocs) -> dict[str, Any]:
     }
 
 
-def statement(subjects: Mapping[str, str], predicate_type: str, predicate: Mapping[str, Any]) -> bytes:
+def statement(subjects: Mapping[str, str], predicate_type: str, predicate: Mapping[str, object]) -> bytes:
     """An in-toto Statement v1 as canonical JSON bytes; subjects sorted by name."""
     return canonical_json(
         {
@@ -284,7 +343,13 @@ __all__ = [
     "STATEMENT_TYPE",
     "TEST_RESULT_TYPE",
     "WARNED",
+    "BuildDefinition",
+    "Builder",
+    "ProvenancePredicate",
+    "ResourceDescriptor",
+    "RunDetails",
     "RunDocs",
+    "TestResultPredicate",
     "configuration",
     "descriptor",
     "item_failed",

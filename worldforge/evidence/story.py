@@ -14,23 +14,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from worldforge.core.canonical import JSON
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text
 from worldforge.core.run_events import RunStatus
+from worldforge.evidence.manifest import (
+    FileRecord,
+    FindingRecord,
+    FixtureDigest,
+    GateRecord,
+    RedactionRecord,
+    RunStory,
+)
 from worldforge.workspace.layout import RESULT_PATH
 from worldforge.workspace.records import RunManifest
 from worldforge.workspace.store import effective_status
 
 
-def _result_payload(run_dir: Path) -> Any:
+def _result_payload(run_dir: Path) -> JSON:
     try:
         return json.loads((run_dir / RESULT_PATH).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def run_story(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
+def run_story(run_dir: Path, manifest: RunManifest) -> RunStory:
     """Command, expected signal, observed failure and first triage step for one run."""
     run_id = manifest.run_id
     status = effective_status(run_dir, manifest)
@@ -39,8 +47,9 @@ def run_story(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
         f"`{manifest.command}` completes (status `completed`), writes a result digest, and "
         f"`worldforge runs verify {run_id}` passes."
     )
-    if isinstance(result, dict) and isinstance(result.get("expected_signal"), str):
-        expected = result["expected_signal"]
+    signal = result.get("expected_signal") if isinstance(result, dict) else None
+    if isinstance(signal, str):
+        expected = signal
     error = manifest.error
     if status == RunStatus.FAILED:
         observed = (
@@ -57,11 +66,12 @@ def run_story(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
         observed = "Run was still in progress when the bundle was made."
         triage = "Wait for the run to finish, then bundle it again."
     else:
-        failed = None
+        failed: int | None = None
         if isinstance(result, dict):
             for key in ("failed_count", "failed", "failure_count"):
-                if isinstance(result.get(key), int) and not isinstance(result.get(key), bool):
-                    failed = result[key]
+                count = result.get(key)
+                if isinstance(count, int) and not isinstance(count, bool):
+                    failed = count
                     break
         observed = (
             f"Run completed; {failed} item(s) or scenario(s) failed."
@@ -87,13 +97,13 @@ def run_story(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
 
 
 def summary_md(
-    runs: list[dict[str, Any]],
-    files: list[dict[str, Any]],
-    redactions: list[dict[str, Any]],
+    runs: list[RunStory],
+    files: list[FileRecord],
+    redactions: list[RedactionRecord],
     source_date: str | None,
-    fixture_digests: list[dict[str, Any]] | None = None,
+    fixture_digests: list[FixtureDigest] | None = None,
     *,
-    gate: dict[str, Any],
+    gate: GateRecord,
 ) -> str:
     """The bundle's overview; ``gate`` is the manifest's ``gate`` record, whose verdict it states."""
     lines = ["# WorldForge Evidence Bundle", ""]
@@ -168,11 +178,11 @@ def summary_md(
 
 
 def issue_md(
-    run: dict[str, Any],
-    files: list[dict[str, Any]],
-    redactions: list[dict[str, Any]],
+    run: RunStory,
+    files: list[FileRecord],
+    redactions: list[RedactionRecord],
     *,
-    gate: dict[str, Any],
+    gate: GateRecord,
 ) -> str:
     """The issue template for one run; its safe-to-attach notes state ``gate``'s verdict."""
     included = sum(1 for f in files if f["included"])
@@ -224,14 +234,14 @@ def issue_md(
 LISTED_FINDINGS = 50
 
 
-def _where(finding: dict[str, Any]) -> str:
+def _where(finding: FindingRecord) -> str:
     """``file`` (in ``zip``), line or name, and the check: what a reader needs to find the cause."""
     inside = f" in `{finding['container']}`" if finding.get("container") else ""
     place = "its file name" if finding["line"] == 0 else f"line {finding['line']}"
     return f"`{finding['file']}`{inside}, {place}: check `{finding['rule']}`"
 
 
-def _finding_lines(gate: dict[str, Any], indent: str = "") -> list[str]:
+def _finding_lines(gate: GateRecord, indent: str = "") -> list[str]:
     findings = list(gate.get("findings") or [])
     lines = [f"{indent}- {_where(f)}" for f in findings[:LISTED_FINDINGS]]
     if len(findings) > LISTED_FINDINGS:
@@ -239,7 +249,7 @@ def _finding_lines(gate: dict[str, Any], indent: str = "") -> list[str]:
     return lines
 
 
-def _verdict_line(gate: dict[str, Any]) -> str:
+def _verdict_line(gate: GateRecord) -> str:
     detector = gate.get("detector")
     if gate.get("passed"):
         return f"yes (the bundle gate, `{detector}`, found nothing in {gate.get('scanned_files')} files)"
@@ -249,7 +259,7 @@ def _verdict_line(gate: dict[str, Any]) -> str:
     )
 
 
-def _verdict_details(gate: dict[str, Any]) -> list[str]:
+def _verdict_details(gate: GateRecord) -> list[str]:
     detector = gate.get("detector")
     if gate.get("passed"):
         return [
@@ -269,7 +279,7 @@ def _verdict_details(gate: dict[str, Any]) -> list[str]:
     ]
 
 
-def _issue_verdict(gate: dict[str, Any], included: int) -> list[str]:
+def _issue_verdict(gate: GateRecord, included: int) -> list[str]:
     detector = gate.get("detector")
     if gate.get("passed"):
         return [

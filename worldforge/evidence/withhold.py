@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import PurePosixPath
-from typing import Any
 
+from worldforge.core.canonical import JSON
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.workspace.layout import EVENTS_NAME
 
@@ -35,7 +35,8 @@ def _is_item_file(path: str) -> bool:
     return len(parts) >= 2 and parts[-2] == "items" and parts[-1].endswith(".json")
 
 
-def _record_of(data: bytes) -> tuple[bool, Any]:
+def _record_of(data: bytes) -> tuple[bool, JSON]:
+    """``(True, record)`` of an item file's bytes, ``(False, None)`` when they hold no record."""
     try:
         body = json.loads(data)
     except ValueError:

@@ -40,8 +40,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.registry import Registry, choices
 from worldforge.execution import cgroups
@@ -54,6 +55,7 @@ from worldforge.execution.confine import (
     python_hidden,
     python_paths,
 )
+from worldforge.execution.sandbox_types import HostConfig
 
 HOST_SCRIPT = Path(__file__).with_name("trial_host.py")
 #: Environment variables a trial may see (everything else, credentials included, is dropped).
@@ -99,7 +101,8 @@ class TrialLimits:
     #: Tasks (processes and threads) of the whole sandbox, host included.
     tasks: int = 128
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
+        """The limits that shape a trial's outcome (they enter its input digest)."""
         return {
             "wall_seconds": self.wall_seconds,
             "memory_bytes": self.memory_bytes,
@@ -170,7 +173,7 @@ def resolve_isolation(requested: str = "auto") -> str:
     return name
 
 
-def sandbox_notes(isolation: str) -> dict[str, Any]:
+def sandbox_notes(isolation: str) -> JSONObject:
     """Provenance: what held a trial in, and which limits were per process only."""
     if isolation != "bubblewrap":
         return {
@@ -310,7 +313,7 @@ def _existing(paths: Sequence[str]) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p and os.path.exists(p)]
 
 
-def host_config(spec: HostSpec, scratch: str) -> dict[str, Any]:
+def host_config(spec: HostSpec, scratch: str) -> HostConfig:
     """The trial host's configuration (its one command-line argument)."""
     sandboxed = spec.isolation == "bubblewrap"
     home = os.path.expanduser("~")
@@ -416,7 +419,7 @@ class TrialHost:
         lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()][-_STDERR_LINES:]
         return (" (stderr: " + " | ".join(lines) + ")") if lines else ""
 
-    def _read_line(self, timeout: float) -> Any:
+    def _read_line(self, timeout: float) -> object:
         """The next JSON line; ``None`` at end of output or for a line that is not JSON, and
         :data:`_SILENT` when nothing came within ``timeout`` (the host is hung, not gone)."""
         assert self.proc.stdout is not None
@@ -432,7 +435,7 @@ class TrialHost:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def run(self, request: Mapping[str, object]) -> JSONObject:
         """Send one trial; its answer. A host that does not answer within the wall-clock limit
         and :data:`OUTER_GRACE_S` is killed with its whole sandbox, by the evaluator."""
         assert self.proc.stdin is not None
@@ -521,7 +524,7 @@ class TrialPool:
         except WorldForgeError as exc:
             self.start_error = str(exc)
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def run(self, request: Mapping[str, object]) -> JSONObject:
         """One trial on the next idle host; a host found dead is replaced before use, one that dies
         during the trial after it (the trial's answer says why)."""
         while True:

@@ -19,11 +19,12 @@ import http.client
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
+from worldforge.gateway.records import ExchangeRecord
 from worldforge.providers.base import GenerationResult
-from worldforge.providers.chat import TrialLimitExceeded
+from worldforge.providers.chat import TrialLimitExceeded, token_count
 
 _RETRYABLE = (
     http.client.RemoteDisconnected,
@@ -49,7 +50,9 @@ class GatewayClient:
             self._local.conn = conn
         return conn
 
-    def request(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: object = None, token: str | None = None
+    ) -> tuple[int, JSON]:
         """One request; a keep-alive connection the server closed is reopened once."""
         payload = None if body is None else json.dumps(body, separators=(",", ":")).encode("ascii")
         headers = {"Content-Type": "application/json"}
@@ -82,7 +85,7 @@ class GatewayClient:
             self._local.conn = None
 
 
-def raise_for_error(status: int, body: Any) -> None:
+def raise_for_error(status: int, body: object) -> None:
     """The exception a direct provider call would raise for a gateway error answer.
 
     The gateway's own errors carry their type as their code; one whose code differs is a model
@@ -107,7 +110,7 @@ class TrialSession:
     """A trial's view of the gateway: ``generate`` for :class:`ChatTrial`, ``chat`` for ``n`` choices."""
 
     def __init__(
-        self, client: GatewayClient, token: str, model: str, exchanges: list[dict[str, Any]]
+        self, client: GatewayClient, token: str, model: str, exchanges: list[ExchangeRecord]
     ) -> None:
         self.client = client
         self.model = model
@@ -120,12 +123,13 @@ class TrialSession:
         return f"http://127.0.0.1:{self.client.port}/t/{self._token}/v1"
 
     @property
-    def exchanges(self) -> list[dict[str, Any]]:
+    def exchanges(self) -> list[ExchangeRecord]:
         """The exchanges recorded for this trial so far, in order."""
         return list(self._exchanges)
 
-    def chat(self, messages: Sequence[Mapping[str, str]], n: int = 1) -> dict[str, Any]:
-        """One chat completion (the OpenAI response object); errors raise as described above."""
+    def chat(self, messages: Sequence[Mapping[str, str]], n: int = 1) -> JSONObject:
+        """One chat completion (the OpenAI response object, as read from the wire); errors raise as
+        described above."""
         body = {"model": self.model, "messages": [dict(m) for m in messages], "n": n}
         status, answer = self.client.request("POST", f"/t/{self._token}/v1/chat/completions", body)
         raise_for_error(status, answer)
@@ -134,20 +138,26 @@ class TrialSession:
         return answer
 
     def generate(
-        self, messages: list[dict[str, str]], options: Mapping[str, Any] | None = None
+        self, messages: list[dict[str, str]], options: Mapping[str, object] | None = None
     ) -> GenerationResult:
         """The first choice's text plus usage counts; ``options`` are the gateway's to apply."""
         answer = self.chat(messages)
-        choice = (answer.get("choices") or [{}])[0]
-        usage = answer.get("usage") or {}
-        metadata = {
-            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
-            "completion_tokens": int(usage.get("completion_tokens") or 0),
+        choices = answer.get("choices")
+        choice = _object(choices[0]) if isinstance(choices, list) and choices else {}
+        usage = _object(answer.get("usage"))
+        metadata: JSONObject = {
+            "prompt_tokens": token_count(usage.get("prompt_tokens")),
+            "completion_tokens": token_count(usage.get("completion_tokens")),
             "model": str(answer.get("model") or self.model),
             "finish_reason": choice.get("finish_reason"),
         }
-        text = (choice.get("message") or {}).get("content")
+        text = _object(choice.get("message")).get("content")
         return GenerationResult(provider=self.model, text=str(text or ""), metadata=metadata)
+
+
+def _object(value: JSON) -> JSONObject:
+    """A part of an answer that should be a JSON object (an empty one when it is missing)."""
+    return value if isinstance(value, dict) else {}
 
 
 __all__ = ["GatewayClient", "TrialSession", "raise_for_error"]

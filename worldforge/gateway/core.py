@@ -60,8 +60,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.core.redact import sanitize_text
 from worldforge.core.run_events import EventRecorder, GatewayExchange
@@ -77,6 +77,7 @@ from worldforge.gateway.exchange import (
     relayed_error,
     served_digest,
 )
+from worldforge.gateway.records import ExchangeRecord, GatewayAnswer, ModelList
 from worldforge.gateway.replay import ReplaySource, ReplayUpstream
 from worldforge.gateway.server import MAX_REQUEST_BYTES, LoopbackServer
 from worldforge.gateway.upstream import ProviderUpstream, TrialRoute, Upstream
@@ -141,7 +142,7 @@ class Gateway:
             self._emit(
                 "gateway.started",
                 {
-                    "models": self.models,
+                    "models": list(self.models),
                     "upstream": self.upstream.source,
                     "replay_of": self.replay.run_id if self.replay is not None else None,
                 },
@@ -184,7 +185,7 @@ class Gateway:
         item_id: str,
         model: str,
         *,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         seed: int | None = None,
         temperature: float | None = None,
         max_tokens: int = TRIAL_TOKEN_LIMIT,
@@ -209,7 +210,7 @@ class Gateway:
             self._routes[route.token] = route
         return route
 
-    def close_trial(self, route: TrialRoute) -> list[dict[str, Any]]:
+    def close_trial(self, route: TrialRoute) -> list[ExchangeRecord]:
         """Retire the trial's token and return its recorded exchanges.
 
         A request still waiting for its upstream (the trial was killed at its time limit while the
@@ -236,12 +237,27 @@ class Gateway:
         self,
         item_id: str,
         model: str,
-        **policy: Any,
+        *,
+        options: Mapping[str, object] | None = None,
+        seed: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int = TRIAL_TOKEN_LIMIT,
+        max_seconds: float = TRIAL_TIME_LIMIT_S,
+        aliases: Sequence[str] = (),
     ) -> Iterator[TrialSession]:
         """A route for one trial and a client session bound to it (see :meth:`open_trial`)."""
         if self._client is None:
             raise WorldForgeError("the model gateway is not running.")
-        route = self.open_trial(item_id, model, **policy)
+        route = self.open_trial(
+            item_id,
+            model,
+            options=options,
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_seconds=max_seconds,
+            aliases=aliases,
+        )
         try:
             yield TrialSession(self._client, route.token, model, route.exchanges)
         finally:
@@ -249,17 +265,21 @@ class Gateway:
 
     # -- HTTP dispatch ----------------------------------------------------------------------------
     def dispatch(
-        self, method: str, path: str, token: str | None, body: Any
-    ) -> tuple[int, Any, dict[str, str]]:
+        self, method: str, path: str, token: str | None, body: object
+    ) -> tuple[int, GatewayAnswer, dict[str, str]]:
         """Answer one HTTP request (called on the server's threads): status, body, extra headers."""
         with self._lock:
             route = self._routes.get(token) if token else None
         if path == "/v1/models" and method == "GET":
             names = [route.model] if route is not None else self.models
-            data = [
-                {"id": n, "object": "model", "created": 0, "owned_by": "worldforge-gateway"} for n in names
-            ]
-            return 200, {"object": "list", "data": data}, {}
+            models: ModelList = {
+                "object": "list",
+                "data": [
+                    {"id": n, "object": "model", "created": 0, "owned_by": "worldforge-gateway"}
+                    for n in names
+                ],
+            }
+            return 200, models, {}
         if path != "/v1/chat/completions" or method != "POST":
             return 404, GatewayError("model_not_found", f"unknown route {method} {path}").body(), {}
         if route is None:
@@ -269,7 +289,7 @@ class Gateway:
             return error.status, error.body(), {}
         return self.chat(route, body)
 
-    def chat(self, route: TrialRoute, body: Any) -> tuple[int, Any, dict[str, str]]:
+    def chat(self, route: TrialRoute, body: object) -> tuple[int, GatewayAnswer, dict[str, str]]:
         """One chat completion for ``route``: validate, apply the policy, answer, record."""
         started = time.perf_counter()
         try:
@@ -329,7 +349,7 @@ class Gateway:
                     self._stop(route.item_id)
             seconds = time.perf_counter() - started
             self.item_seconds[route.item_id] = self.item_seconds.get(route.item_id, 0.0) + seconds
-        extra: dict[str, Any] = {"duration_ms": round(seconds * 1000.0, 3)}
+        extra: JSONObject = {"duration_ms": round(seconds * 1000.0, 3)}
         if request.allowance is not None:
             extra["budget"] = {
                 "allowance": request.allowance,
@@ -443,13 +463,13 @@ class Gateway:
             },
         )
 
-    def _emit_exchange(self, route: TrialRoute, index: int, exchange: dict[str, Any], **extra: Any) -> None:
+    def _emit_exchange(self, route: TrialRoute, index: int, exchange: ExchangeRecord, **extra: JSON) -> None:
         """The ``gateway.exchange`` event: the recorded exchange with the trial, position and source."""
         if self.run is not None:
             event = GatewayExchange.of(route.item_id, index, self.upstream.source, exchange, **extra)
             self.run.emit(event.TYPE, event.to_dict())
 
-    def _emit(self, event_type: str, payload: dict[str, Any]) -> None:
+    def _emit(self, event_type: str, payload: JSONObject) -> None:
         if self.run is not None:
             self.run.emit(event_type, payload)
 

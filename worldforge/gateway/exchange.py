@@ -37,9 +37,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import ProviderHTTPError, WorldForgeError
 from worldforge.core.redact import sanitize_text, sanitize_value
+from worldforge.gateway.records import (
+    ChatCompletion,
+    ErrorBody,
+    ExchangeError,
+    ExchangeRecord,
+    RawRequest,
+    RawResponse,
+)
+from worldforge.providers.chat import token_count
 
 #: Error types the gateway answers with; each maps to an HTTP status and a client-side exception.
 ERROR_STATUS = {
@@ -97,8 +107,8 @@ class GatewayError(Exception):
         message: str,
         *,
         status: int | None = None,
-        param: Any = None,
-        code: Any = None,
+        param: str | int | None = None,
+        code: str | int | None = None,
         retry_after: str | None = None,
     ) -> None:
         super().__init__(message)
@@ -107,29 +117,31 @@ class GatewayError(Exception):
         self.kind = kind if kind in ERROR_STATUS or relayed else "provider_error"
         self.message = message
         self.param = param if relayed else None
-        self.code = code if relayed else self.kind
+        self.code: str | int | None = code if relayed else self.kind
         self.retry_after = retry_after if relayed and status == 429 else None
 
     @property
     def status(self) -> int:
         return self.upstream_status if self.upstream_status is not None else ERROR_STATUS[self.kind]
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
     def headers(self) -> dict[str, str]:
         """Headers of the answer: a relayed 429's ``Retry-After``, as the server sent it."""
         return {"Retry-After": self.retry_after} if self.retry_after else {}
 
-    def recorded(self, clean: Callable[[Any], Any] = sanitize_value) -> dict[str, Any]:
+    def recorded(self, clean: Callable[[object], Any] = sanitize_value) -> ExchangeError:
         """The error as an exchange records it (no timing: ``Retry-After`` stays in the event)."""
-        record: dict[str, Any] = {"type": self.kind, "message": clean(self.message)}
+        record: ExchangeError = {"type": self.kind, "message": clean(self.message)}
         if self.upstream_status is not None:
-            record.update(upstream_status=self.upstream_status, param=self.param, code=self.code)
+            record["upstream_status"] = self.upstream_status
+            record["param"] = self.param
+            record["code"] = self.code
         return record
 
     @classmethod
-    def from_record(cls, error: Mapping[str, Any]) -> GatewayError:
+    def from_record(cls, error: Mapping[str, object]) -> GatewayError:
         """The error a recorded exchange holds, to answer again on a replay (same status and body)."""
         status = error.get("upstream_status")
         return cls(
@@ -153,10 +165,11 @@ def relayed_error(exc: ProviderHTTPError) -> GatewayError | None:
     defaults = RELAYED_STATUSES.get(exc.status)
     if defaults is None:
         return None
-    kind, code = defaults
-    param: Any = None
+    kind, default_code = defaults
+    param: object = None
+    code: object = default_code
     message: str = ""
-    body: Any = exc.body
+    body = exc.body
     if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
         body = body["error"]
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):
@@ -183,11 +196,11 @@ def relayed_error(exc: ProviderHTTPError) -> GatewayError | None:
 
 def _relayed_text(text: str, limit: int) -> str:
     """Sanitized, JSON-safe and bounded: identical in the answer, the record and a replay."""
-    shown = _escape(sanitize_text(text))
+    shown = _escape_text(sanitize_text(text))
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
-def _relayed_scalar(value: Any) -> str | int | None:
+def _relayed_scalar(value: object) -> str | int | None:
     """A ``param``/``code`` as relayed: a string (sanitized) or an integer; anything else is ``None``."""
     if isinstance(value, str):
         return _relayed_text(value, 200)
@@ -200,7 +213,7 @@ def _retry_after(value: str | None) -> str | None:
     return text if 0 < len(text) <= 64 and text.isprintable() and text.isascii() else None
 
 
-def _compact_json(value: Any) -> str:
+def _compact_json(value: object) -> str:
     """A compact, key-sorted JSON text of ``value`` (unencodable values shown by ``repr``)."""
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
@@ -222,7 +235,7 @@ class Completion:
     capped: bool = False
     not_asked: int = 0
 
-    def raw(self) -> dict[str, Any]:
+    def raw(self) -> RawResponse:
         """The response as digested (raw texts)."""
         return {
             "choices": list(self.texts),
@@ -241,7 +254,7 @@ class Request:
     n: int
     seed: int | None
     temperature: float | None
-    client_params: dict[str, Any] = field(default_factory=dict)
+    client_params: JSONObject = field(default_factory=dict)
     #: The program's own per-choice completion cap (see :data:`CAP_KEYS`), forwarded as a server
     #: would honour it; ``None`` when the program set none.
     max_tokens: int | None = None
@@ -249,14 +262,14 @@ class Request:
     #: of the trial's budget just before forwarding; ``None``: no budget applies.
     allowance: int | None = field(default=None, compare=False)
 
-    def raw(self) -> dict[str, Any]:
+    def raw(self) -> RawRequest:
         """What the request digest covers (client-only parameters excluded: never forwarded).
 
         The program's own cap is forwarded, so it is covered, but only when set: requests without
         one keep the digests they always had. The allowance is not: it depends on the trial's
         earlier answers, and it never changes an answer the budget could pay for.
         """
-        raw: dict[str, Any] = {
+        raw: RawRequest = {
             "model": self.model,
             "messages": self.messages,
             "n": self.n,
@@ -272,14 +285,19 @@ class Request:
         return safe_digest(self.raw())
 
 
-def _escape(value: Any) -> Any:
+def _escape_text(text: str) -> str:
+    """``text`` with the bytes UTF-8 cannot encode (lone surrogates) escaped."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+    return text
+
+
+def _escape(value: object) -> object:
     """Strings that UTF-8 cannot encode (lone surrogates) with the offending bytes escaped."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
-        return value
+        return _escape_text(value)
     if isinstance(value, list):
         return [_escape(v) for v in value]
     if isinstance(value, dict):
@@ -293,7 +311,7 @@ def served_digest(text: str) -> str:
     return digest_bytes(text.encode("utf-8", "surrogatepass"))
 
 
-def safe_digest(value: Any) -> str:
+def safe_digest(value: RawRequest | RawResponse | str) -> str:
     """``digest_payload``, with unencodable characters escaped first (a hostile reply may hold them)."""
     try:
         return digest_payload(value)
@@ -302,7 +320,7 @@ def safe_digest(value: Any) -> str:
 
 
 def parse_request(
-    body: Any,
+    body: object,
     model: str,
     seed: int | None,
     temperature: float | None,
@@ -348,7 +366,7 @@ def parse_request(
     return Request(model, clean, n, seed, temperature, extra, program_cap(body))
 
 
-def program_cap(body: Mapping[str, Any]) -> int | None:
+def program_cap(body: Mapping[str, object]) -> int | None:
     """The program's own per-choice completion cap, validated as a server would (``None``: unset)."""
     caps: list[int] = []
     for key in CAP_KEYS:
@@ -370,8 +388,12 @@ class Recorder:
         self._chars = 0
         self._lock = threading.Lock()
 
-    def clean(self, value: Any) -> Any:
-        """Sanitized and JSON-safe: what may be written to a record or an event."""
+    def clean(self, value: object) -> Any:
+        """Sanitized and JSON-safe: what may be written to a record or an event.
+
+        The value keeps its shape (strings stay strings, lists lists, objects objects) except that
+        what sits under a secret-named key may become ``"[redacted]"``, which no narrower type than
+        the sanitizer's own says; the record types state the shapes the gateway's values keep."""
         with self._lock:  # the server's threads share the memo
             if len(self._memo) > _MEMO_LIMIT or self._chars > _MEMO_CHARS:
                 self._memo.clear()
@@ -385,9 +407,9 @@ class Recorder:
 
     def exchange(
         self, request: Request, completion: Completion | None, error: GatewayError | None
-    ) -> dict[str, Any]:
+    ) -> ExchangeRecord:
         """The recorded form of one exchange (JSON-native, sanitized, no timing)."""
-        record: dict[str, Any] = {
+        record: ExchangeRecord = {
             "request": {
                 "model": request.model,
                 "messages": self.clean(request.messages),
@@ -401,7 +423,7 @@ class Recorder:
             record["request"]["client_params"] = self.clean(request.client_params)
         if completion is not None:
             raw = completion.raw()
-            shown = self.clean(raw)
+            shown: RawResponse = self.clean(raw)
             shown["choices"] = [
                 _bounded(text, full) for text, full in zip(shown["choices"], raw["choices"], strict=True)
             ]
@@ -423,7 +445,7 @@ def _bounded(shown: str, full: str) -> str:
     return f"{shown[:RECORDED_CHOICE_CHARS]}\n{marker}"
 
 
-def completion_body(completion: Completion, request_digest: str) -> dict[str, Any]:
+def completion_body(completion: Completion, request_digest: str) -> ChatCompletion:
     """The OpenAI ``chat.completion`` object for a completion (deterministic: no clock, no ids)."""
     return {
         "id": "chatcmpl-" + request_digest.removeprefix("sha256:")[:24],
@@ -448,24 +470,32 @@ def completion_body(completion: Completion, request_digest: str) -> dict[str, An
     }
 
 
-def completion_from_record(exchange: Mapping[str, Any]) -> Completion:
-    """The completion a recorded exchange holds (its texts as recorded)."""
-    response = exchange["response"]
-    usage = response.get("usage") or {}
+def completion_from_record(exchange: Mapping[str, object]) -> Completion:
+    """The completion a recorded exchange (read from a file) holds, its texts as recorded; a part
+    of the wrong type is read as missing."""
+    response = _mapping(exchange.get("response"))
+    usage = _mapping(response.get("usage"))
+    choices = response.get("choices")
+    finish = response.get("finish_reason")
     return Completion(
-        texts=[str(t) for t in response.get("choices") or []],
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        model=str(response.get("model") or exchange["request"]["model"]),
-        finish_reason=response.get("finish_reason"),
+        texts=[str(t) for t in choices] if isinstance(choices, list) else [],
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
+        model=str(response.get("model") or _mapping(exchange.get("request")).get("model")),
+        finish_reason=finish if isinstance(finish, str) else None,
     )
 
 
-def describe_difference(recorded: Mapping[str, Any] | None, request: Request, recorder: Recorder) -> str:
+def _mapping(value: object) -> Mapping[str, object]:
+    """``value`` if it is a JSON object, else an empty one (a recorded part that is missing)."""
+    return value if isinstance(value, dict) else {}
+
+
+def describe_difference(recorded: Mapping[str, object] | None, request: Request, recorder: Recorder) -> str:
     """Name the first field in which ``request`` differs from the exchange recorded at its position."""
     if recorded is None:
         return "no exchange was recorded at this position"
-    was = recorded.get("request") or {}
+    was = _mapping(recorded.get("request"))
     for key in ("model", "n", "seed", "temperature"):
         now = getattr(request, key)
         if was.get(key) != now:
@@ -475,8 +505,9 @@ def describe_difference(recorded: Mapping[str, Any] | None, request: Request, re
         then = params.get(key) if isinstance(params, Mapping) else None
         if then != request.client_params.get(key):
             return f"{key} differs (recorded {then!r}, now {request.client_params.get(key)!r})"
-    old: Sequence[Any] = was.get("messages") or []
-    new = recorder.clean(request.messages)
+    messages = was.get("messages")
+    old: Sequence[object] = messages if isinstance(messages, list) else []
+    new: list[dict[str, str]] = recorder.clean(request.messages)
     if len(old) != len(new):
         return f"the number of messages differs (recorded {len(old)}, now {len(new)})"
     for i, (a, b) in enumerate(zip(old, new, strict=True)):

@@ -17,9 +17,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from worldforge.core.canonical import pretty_json
+from worldforge.core.canonical import JSON, JSONObject, pretty_json
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_value
 from worldforge.gateway.exchange import (
@@ -41,23 +41,39 @@ SESSION_SCHEMA = 1
 _SUITE = "science-birds"
 
 
-def session_payload(manifests: Mapping[str, Any], identities: Mapping[str, Any]) -> dict[str, Any]:
+class SessionProvider(TypedDict):
+    """One provider of ``gateway/session.json``: its runtime manifest and model identity, both
+    sanitized, and whether the sanitizer changed the identity."""
+
+    manifest: JSON
+    identity: JSON
+    identity_redacted: NotRequired[bool]
+
+
+class SessionPayload(TypedDict):
+    """``gateway/session.json`` as written (:func:`session_payload`)."""
+
+    schema_version: int
+    providers: dict[str, SessionProvider]
+
+
+def session_payload(manifests: Mapping[str, object], identities: Mapping[str, object]) -> SessionPayload:
     """``gateway/session.json``: each provider's runtime manifest and model identity, sanitized.
 
     An identity the sanitizer had to change is flagged: replaying it would describe another model.
     """
-    providers: dict[str, Any] = {}
+    providers: dict[str, SessionProvider] = {}
     for name in sorted(identities):
         identity = identities[name]
         shown = sanitize_value(identity)
-        entry: dict[str, Any] = {"manifest": sanitize_value(manifests.get(name)), "identity": shown}
+        entry: SessionProvider = {"manifest": sanitize_value(manifests.get(name)), "identity": shown}
         if shown != identity:
             entry["identity_redacted"] = True
         providers[name] = entry
     return {"schema_version": SESSION_SCHEMA, "providers": providers}
 
 
-def write_session(run: Run | None, manifests: Mapping[str, Any], identities: Mapping[str, Any]) -> None:
+def write_session(run: Run | None, manifests: Mapping[str, object], identities: Mapping[str, object]) -> None:
     """Record the session artifact in ``run`` (a no-op without a run workspace)."""
     if run is not None:
         payload = session_payload(manifests, identities)
@@ -66,15 +82,16 @@ def write_session(run: Run | None, manifests: Mapping[str, Any], identities: Map
 
 @dataclass
 class ReplaySource:
-    """A recorded run's exchanges by item id plus its providers' manifests and identities."""
+    """A recorded run's exchanges by item id plus its providers' manifests and identities (open
+    JSON, as read from the run's files)."""
 
     run_id: str
-    exchanges: dict[str, list[dict[str, Any]]]
-    providers: dict[str, dict[str, Any]]
+    exchanges: dict[str, list[JSONObject]]
+    providers: JSONObject
     run_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
 
-    def _entry(self, name: str) -> dict[str, Any]:
+    def _entry(self, name: str) -> JSONObject:
         entry = self.providers.get(name)
         if not isinstance(entry, dict):
             recorded = ", ".join(sorted(self.providers)) or "none"
@@ -84,11 +101,11 @@ class ReplaySource:
             )
         return entry
 
-    def manifest(self, name: str) -> Any:
+    def manifest(self, name: str) -> JSON:
         """The runtime manifest recorded for ``name`` (stands in for the preflight)."""
         return self._entry(name).get("manifest")
 
-    def identity(self, name: str) -> Any:
+    def identity(self, name: str) -> JSON:
         """The model identity recorded for ``name`` (what item input digests were computed from)."""
         entry = self._entry(name)
         if entry.get("identity_redacted"):
@@ -99,7 +116,7 @@ class ReplaySource:
         return entry.get("identity")
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> JSON:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -128,14 +145,16 @@ def load_replay(run_dir: str | Path) -> ReplaySource:
     providers = session.get("providers") if isinstance(session, dict) else None
     if not isinstance(providers, dict):
         raise WorldForgeError(f"--replay {run_id}: {SESSION_PATH} lists no providers.")
-    exchanges: dict[str, list[dict[str, Any]]] = {}
+    exchanges: dict[str, list[JSONObject]] = {}
     items = directory / "items"
     for path in sorted(items.glob("*.json")) if items.is_dir() else []:
         body = _read_json(path)
-        record = body.get("record") if isinstance(body, dict) else None
+        if not isinstance(body, dict):
+            continue
+        record, item_id = body.get("record"), body.get("item_id")
         recorded = record.get("exchanges") if isinstance(record, dict) else None
-        if isinstance(recorded, list) and isinstance(body.get("item_id"), str):
-            exchanges[body["item_id"]] = [e for e in recorded if isinstance(e, dict)]
+        if isinstance(recorded, list) and isinstance(item_id, str):
+            exchanges[item_id] = [e for e in recorded if isinstance(e, dict)]
     return ReplaySource(run_id, exchanges, dict(providers), directory)
 
 
@@ -198,6 +217,8 @@ class ReplayUpstream:
 
 __all__ = [
     "SESSION_PATH",
+    "SessionPayload",
+    "SessionProvider",
     "ReplaySource",
     "ReplayUpstream",
     "load_replay",

@@ -26,11 +26,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from worldforge.gateway.records import ErrorBody
 
 #: ``handler(method, path, token, body) -> (status, json_value, headers)``; body is ``None`` for
 #: GET; ``headers`` are extra answer headers (a relayed 429's ``Retry-After``).
-Dispatch = Callable[[str, str, str | None, Any], tuple[int, Any, Mapping[str, str]]]
+Dispatch = Callable[[str, str, str | None, object], tuple[int, object, Mapping[str, str]]]
 #: ``on_reject(token, path, status, declared_length)``: a request refused before its body was read.
 OnReject = Callable[[str | None, str, int, int | None], None]
 #: The largest request body read (1 MiB: a whole multi-turn competition conversation is well under).
@@ -44,7 +45,7 @@ _CHUNK = 64 * 1024
 class _LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """A client that hangs up mid-answer (a killed trial) is expected, not an error."""
         return
 
@@ -75,11 +76,11 @@ def _handler(dispatch: Dispatch, on_reject: OnReject | None) -> type[BaseHTTPReq
         wbufsize = 1 << 16
         disable_nagle_algorithm = True
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
             return
 
         def _answer(
-            self, status: int, value: Any, headers: Mapping[str, str] | None = None, *, close: bool = False
+            self, status: int, value: object, headers: Mapping[str, str] | None = None, *, close: bool = False
         ) -> None:
             body = json.dumps(value, separators=(",", ":")).encode("utf-8")
             self.send_response(status)
@@ -173,7 +174,7 @@ def _handler(dispatch: Dispatch, on_reject: OnReject | None) -> type[BaseHTTPReq
     return Handler
 
 
-def _error(kind: str, message: str) -> dict[str, Any]:
+def _error(kind: str, message: str) -> ErrorBody:
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
 

@@ -32,11 +32,12 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from worldforge.core.seeds import derive_seed
 from worldforge.forge import WorldForge
 from worldforge.gateway.exchange import Completion, GatewayError, Request
+from worldforge.gateway.records import ExchangeRecord
 from worldforge.providers.base import BaseProvider, GenerationResult
 from worldforge.providers.chat import usage_counts
 
@@ -58,7 +59,7 @@ class TrialRoute:
     token: str
     item_id: str
     model: str
-    options: dict[str, Any]
+    options: dict[str, object]
     seed: int | None
     temperature: float | None
     max_tokens: int
@@ -73,7 +74,7 @@ class TrialRoute:
     reserved: int = 0
     #: Set by ``close_trial``: requests still waiting for budget give up.
     closed: bool = False
-    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    exchanges: list[ExchangeRecord] = field(default_factory=list)
     #: Requests sent upstream and not answered yet, by their index in the trial.
     pending: dict[int, Request] = field(default_factory=dict)
     #: Index of the trial's next request (answered, refused upstream or still pending).
@@ -94,7 +95,7 @@ class TrialRoute:
         return self.tokens > self.max_tokens
 
 
-def policy_temperature(identity: Any) -> float | None:
+def policy_temperature(identity: object) -> float | None:
     """The sampling temperature a model identity carries (``settings.temperature``), if any."""
     settings = identity.get("settings") if isinstance(identity, Mapping) else None
     value = settings.get("temperature") if isinstance(settings, Mapping) else None
@@ -118,7 +119,7 @@ class ProviderUpstream:
         self.forge = forge
 
     def _call(
-        self, route: TrialRoute, request: Request, options: dict[str, Any], cap: int | None
+        self, route: TrialRoute, request: Request, options: dict[str, object], cap: int | None
     ) -> GenerationResult:
         if cap is not None:
             options["max_tokens"] = cap
@@ -191,7 +192,7 @@ def _smaller(cap: int | None, own: int | None) -> int | None:
     return own if cap is None else cap if own is None else min(cap, own)
 
 
-def _stopped(cap: int | None, own: int | None, completion: int, reason: Any) -> bool:
+def _stopped(cap: int | None, own: int | None, completion: int, reason: object) -> bool:
     """Whether the gateway's cap (not the program's own, not the model) ended a call's completion."""
     return cap is not None and (own is None or cap < own) and reason == "length" and completion >= cap
 

@@ -8,9 +8,10 @@ cost function stationary while the receding-horizon controller moves objects.
 
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from worldforge.core.entities import Position, PositionDict, SceneObject
 from worldforge.core.errors import WorldForgeError
@@ -48,6 +49,31 @@ class GoalDict(TypedDict):
     reference: str | None
     position: PositionDict | None
     offset: PositionDict | None
+    tolerance: float
+
+
+class OracleTarget(TypedDict):
+    """One target of an :class:`OracleGoal`: an object id and the position it should reach."""
+
+    object_id: str
+    position: PositionDict
+
+
+class OracleSpawn(TypedDict):
+    """The spawn of an :class:`OracleGoal`: the name to add, where (``None``: anywhere), and how
+    many objects of that name the world held when planning started."""
+
+    name: str
+    position: PositionDict | None
+    baseline_count: int
+
+
+class OracleGoal(TypedDict):
+    """:meth:`ResolvedGoal.to_oracle_dict`: the goal a ``score`` provider (the cost oracle) receives."""
+
+    kind: str
+    targets: list[OracleTarget]
+    spawn: OracleSpawn | None
     tolerance: float
 
 
@@ -136,7 +162,7 @@ class Goal:
         }
 
     @classmethod
-    def from_dict(cls, payload: Any) -> Goal:
+    def from_dict(cls, payload: builtins.object) -> Goal:  # ``object`` is a field name here
         if not isinstance(payload, dict):
             raise WorldForgeError("goal: expected an object.")
         unknown = sorted(set(payload) - {"kind", "object", "reference", "position", "offset", "tolerance"})
@@ -204,9 +230,9 @@ class ResolvedGoal:
     def tolerance(self) -> float:
         return float(self.goal.tolerance)
 
-    def to_oracle_dict(self) -> dict[str, Any]:
+    def to_oracle_dict(self) -> OracleGoal:
         """The JSON payload a ``score`` provider receives as ``goal``."""
-        spawn = None
+        spawn: OracleSpawn | None = None
         if self.spawn is not None:
             pos = self.spawn.position
             spawn = {
@@ -254,6 +280,9 @@ __all__ = [
     "GOAL_KINDS",
     "Goal",
     "GoalDict",
+    "OracleGoal",
+    "OracleSpawn",
+    "OracleTarget",
     "ResolvedGoal",
     "SpawnTarget",
 ]

@@ -16,14 +16,16 @@ are rounded to 6 decimals, so a plan (and every digest over it) is identical for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
-from worldforge.core.entities import Action, Position
+from worldforge.core.entities import Action, ActionDict, Position
 from worldforge.core.errors import WorldForgeError
+from worldforge.core.world import World, WorldState
 from worldforge.planning.goals import Goal, GoalDict, ResolvedGoal
 from worldforge.providers.base import ScoreResult, provider_capabilities
 
@@ -35,16 +37,16 @@ class ScoringRuntime(Protocol):
     the two methods it calls instead of importing it.
     """
 
-    def provider(self, name: str) -> Any:
+    def provider(self, name: str) -> object:
         """The provider instance registered as ``name``."""
 
     def score_actions(
         self,
         provider: str,
         *,
-        world_state: dict[str, Any],
-        goal: dict[str, Any],
-        candidates: list[list[dict[str, Any]]],
+        world_state: WorldState,
+        goal: Mapping[str, object],
+        candidates: list[list[ActionDict]],
     ) -> ScoreResult:
         """Costs of ``candidates`` (action sequences) from ``world_state`` towards ``goal``."""
 
@@ -55,6 +57,19 @@ MAX_DELTA = 0.5
 _PROB_SMOOTHING = 0.2
 REFINE_ATTEMPTS = 3
 REFINE_SHRINK = 0.25
+
+
+class MPCConfigDict(TypedDict):
+    """:meth:`MPCConfig.to_dict`: the hyper-parameters a plan records."""
+
+    horizon: int
+    population: int
+    elite_fraction: float
+    iterations: int
+    max_steps: int
+    seed: int
+    init_std: float
+    min_std: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +101,7 @@ class MPCConfig:
     def elite_count(self) -> int:
         return max(1, int(round(self.population * self.elite_fraction)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MPCConfigDict:
         return {
             "horizon": self.horizon,
             "population": self.population,
@@ -121,7 +136,7 @@ class ControlStep(TypedDict):
     step: int
     iterations: list[IterationCost]
     best_sequence_cost: float
-    executed_action: dict[str, Any] | None
+    executed_action: ActionDict | None
 
 
 class CostSummary(TypedDict):
@@ -138,6 +153,23 @@ class CostSummary(TypedDict):
     final_cost: float
 
 
+class PlanDict(TypedDict):
+    """:meth:`Plan.to_dict`: the plan, its goal and configuration, and the optimisation trace."""
+
+    planner: str
+    goal: GoalDict
+    provider: str
+    actions: list[ActionDict]
+    action_count: int
+    success_probability: float
+    final_cost: float
+    converged: bool
+    oracle_calls: int
+    candidate_evaluations: int
+    config: MPCConfigDict
+    steps: list[ControlStep]
+
+
 @dataclass(slots=True)
 class Plan:
     """The executed action sequence plus the optimisation trace that produced it."""
@@ -151,7 +183,8 @@ class Plan:
     steps: list[ControlStep] = field(default_factory=list)
     oracle_calls: int = 0
     candidate_evaluations: int = 0
-    config: dict[str, Any] = field(default_factory=dict)
+    #: The controller's hyper-parameters (a plan built without them was planned with the defaults).
+    config: MPCConfigDict = field(default_factory=lambda: MPCConfig().to_dict())
     planner: str = "latent-mpc-cem"
 
     @property
@@ -177,7 +210,7 @@ class Plan:
             "final_cost": self.final_cost,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlanDict:
         return {
             "planner": self.planner,
             "goal": self.goal,
@@ -189,7 +222,7 @@ class Plan:
             "converged": self.converged,
             "oracle_calls": self.oracle_calls,
             "candidate_evaluations": self.candidate_evaluations,
-            "config": dict(self.config),
+            "config": self.config.copy(),
             "steps": [s.copy() for s in self.steps],
         }
 
@@ -224,8 +257,7 @@ class LatentMPCController:
             unknown = sorted(set(overrides) - set(values))
             if unknown:
                 raise WorldForgeError(f"LatentMPCController: unknown option {unknown[0]!r}.")
-            values.update(overrides)
-            base = MPCConfig(**values)
+            base = replace(MPCConfig(**values), **overrides)
         self.config = base
         self._check_capabilities()
 
@@ -244,7 +276,7 @@ class LatentMPCController:
             )
 
     # -- public ----------------------------------------------------------------------------------
-    def plan(self, world: Any, goal: Goal | dict[str, Any]) -> Plan:
+    def plan(self, world: World, goal: Goal | Mapping[str, object]) -> Plan:
         """Run MPC on a copy of ``world`` (the caller's world is untouched) and return the plan."""
 
         goal_obj = goal if isinstance(goal, Goal) else Goal.from_dict(goal)
@@ -267,7 +299,7 @@ class LatentMPCController:
         while not converged and len(actions) < cfg.max_steps:
             state = sandbox.to_state()
             origins = {obj.id: obj.position for obj in sandbox.objects()}
-            best_seq: list[dict[str, Any]] | None = None
+            best_seq: list[ActionDict] | None = None
             best_choice: NDArray[np.int64] | None = None
             best_delta: NDArray[np.float64] | None = None
             best_cost = math.inf
@@ -363,10 +395,10 @@ class LatentMPCController:
         options: list[str],
         origins: dict[str, Position],
         resolved: ResolvedGoal,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ActionDict]:
         """Decode one sampled (choice, displacement) row into JSON action dicts."""
         planned = dict(origins)
-        sequence: list[dict[str, Any]] = []
+        sequence: list[ActionDict] = []
         for h in range(len(choice)):
             option = options[int(choice[h])]
             if option == NOOP:
@@ -427,7 +459,9 @@ __all__ = [
     "IterationCostRow",
     "LatentMPCController",
     "MPCConfig",
+    "MPCConfigDict",
     "Plan",
+    "PlanDict",
     "ScoringRuntime",
     "success_probability_from_cost",
 ]

@@ -3,9 +3,10 @@
 A provider is any object with ``name``, ``capabilities`` and ``runtime_manifest()`` plus one method
 per capability it declares:
 
-* ``predict(world_state: dict, action: dict, steps: int) -> PredictionResult``
-* ``score_actions(world_state: dict, goal: dict, candidates: list[list[dict]]) -> ScoreResult``
-  (a cost oracle: one finite cost per candidate action sequence, lower is better)
+* ``predict(world_state: WorldState, action: ActionDict, steps: int) -> PredictionResult``
+* ``score_actions(world_state: WorldState, goal: Mapping[str, object], candidates:
+  list[list[ActionDict]]) -> ScoreResult`` (a cost oracle: one finite cost per candidate action
+  sequence, lower is better; ``goal`` is the planner's, read by the oracle that understands it)
 * ``generate(messages: list[dict[str, str]], *, options: dict) -> GenerationResult``
   (chat turns ``{"role": "user"|"assistant"|"system", "content": str}``)
 * ``embed(text: str) -> EmbeddingResult``
@@ -25,9 +26,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from worldforge.core.canonical import JSON, JSONObject, ensure_json_native
+from worldforge.core.canonical import JSON, JSONObject, json_object
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, WorldForgeError
+from worldforge.core.world import WorldState
 from worldforge.providers.events import EventSink, ProviderEvent
 
 T = TypeVar("T")
@@ -80,13 +82,6 @@ def normalize_capabilities(names: Iterable[object]) -> tuple[str, ...]:
     return tuple(c for c in CAPABILITY_NAMES if c in wanted)
 
 
-def _require_json_dict(value: object, field_name: str) -> JSONObject:
-    if not isinstance(value, dict):
-        raise WorldForgeError(f"{field_name}: must be an object.")
-    ensure_json_native(value, field_name)
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class GenerationResult:
     """Text produced by the ``generate`` capability. ``metadata`` is JSON-native (model, seed, token
@@ -99,7 +94,7 @@ class GenerationResult:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise WorldForgeError("generation.text: must be a string.")
-        _require_json_dict(self.metadata, "generation.metadata")
+        json_object(self.metadata, "generation.metadata")
 
     def to_dict(self) -> JSONObject:
         return {"provider": self.provider, "text": self.text, "metadata": dict(self.metadata)}
@@ -110,20 +105,20 @@ class PredictionResult:
     """Next world state from the ``predict`` capability; scores are probabilities in [0, 1]."""
 
     provider: str
-    world_state: JSONObject
+    world_state: WorldState
     physics_score: float
     confidence: float
     metadata: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _require_json_dict(self.world_state, "prediction.world_state")
+        json_object(self.world_state, "prediction.world_state")
         for name in ("physics_score", "confidence"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise WorldForgeError(f"prediction.{name}: must be a number.")
             if not math.isfinite(value) or not 0.0 <= value <= 1.0:
                 raise WorldForgeError(f"prediction.{name}: must be finite and in [0, 1], got {value!r}.")
-        _require_json_dict(self.metadata, "prediction.metadata")
+        json_object(self.metadata, "prediction.metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +139,7 @@ class ScoreResult:
                 raise WorldForgeError(f"score.scores[{index}]: must be a finite number.")
         if not 0 <= self.best_index < len(self.scores):
             raise WorldForgeError("score.best_index: out of range.")
-        _require_json_dict(self.metadata, "score.metadata")
+        json_object(self.metadata, "score.metadata")
 
     def costs(self) -> list[float]:
         """Scores as costs (lower is better) whatever the provider's orientation."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from worldforge.core.errors import ProviderError
 from worldforge.providers.base import GenerationResult
@@ -29,7 +28,7 @@ TRIAL_TIME_LIMIT_S = 500.0
 CHAT_TRIAL_VERSION = "chat-trial/v1"
 
 #: What :meth:`ChatTrial.run` calls for each turn: ``generate(messages, options)``.
-TurnGenerator = Callable[[list[dict[str, str]], dict[str, Any]], GenerationResult]
+TurnGenerator = Callable[[list[dict[str, str]], Mapping[str, object]], GenerationResult]
 
 
 class TrialLimitExceeded(ProviderError):
@@ -53,11 +52,21 @@ class TrialTranscript:
     models: list[str] = field(default_factory=list)
 
 
-def usage_counts(metadata: Mapping[str, Any]) -> tuple[int, int]:
+def token_count(value: object) -> int:
+    """A token count as a provider or a record reports it: ``0`` when it is missing, else the
+    number (a numeric string too); anything else is a :class:`ProviderError`."""
+    if not value:
+        return 0
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise ProviderError(f"token count {value!r} is not a number.")
+
+
+def usage_counts(metadata: Mapping[str, object]) -> tuple[int, int]:
     """(prompt, completion) tokens of one call from a provider's metadata, either spelling."""
     prompt = metadata.get("prompt_tokens", metadata.get("prompt_eval_count"))
     completion = metadata.get("completion_tokens", metadata.get("eval_count"))
-    return int(prompt or 0), int(completion or 0)
+    return token_count(prompt), token_count(completion)
 
 
 class ChatTrial:
@@ -79,7 +88,7 @@ class ChatTrial:
         self,
         generate: TurnGenerator,
         prompts: Sequence[str],
-        options: Mapping[str, Any],
+        options: Mapping[str, object],
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> TrialTranscript:
@@ -131,5 +140,6 @@ __all__ = [
     "TrialLimitExceeded",
     "TrialTranscript",
     "TurnGenerator",
+    "token_count",
     "usage_counts",
 ]

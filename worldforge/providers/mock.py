@@ -17,12 +17,13 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from typing import Any
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload
-from worldforge.core.entities import Action, BBox, Position, SceneObject, slugify
+from worldforge.core.entities import Action, ActionDict, BBox, Position, SceneObject, slugify
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.core.seeds import deterministic_floats
+from worldforge.core.world import WorldState
 from worldforge.providers.base import (
     BaseProvider,
     Capability,
@@ -47,9 +48,7 @@ def _clamp(value: float, low: float, high: float) -> float:
     return max(low, min(high, value))
 
 
-def apply_action(
-    state: dict[str, Any], action: dict[str, Any], steps: int = 1
-) -> tuple[dict[str, Any], float]:
+def apply_action(state: WorldState, action: ActionDict, steps: int = 1) -> tuple[WorldState, float]:
     """Apply one action to a copy of ``state``; return ``(new_state, distance_moved)``.
 
     Raises :class:`ProviderError` for an unknown ``object_id`` (the caller asked for something the
@@ -57,7 +56,7 @@ def apply_action(
     """
     new_state = copy.deepcopy(state)
     parsed = Action.from_dict(action)
-    objects: list[dict[str, Any]] = new_state.setdefault("objects", [])
+    objects = new_state.setdefault("objects", [])
     moved = 0.0
     object_id = parsed.parameters.get("object_id") if parsed.kind == "move_to" else None
     if object_id is not None and not any(obj.get("id") == object_id for obj in objects):
@@ -89,12 +88,21 @@ def apply_action(
     return new_state, moved
 
 
-def goal_cost(state: dict[str, Any], goal: dict[str, Any]) -> float:
-    """Squared distance of each goal object to its target (+ a miss cost for an absent spawn)."""
+def goal_cost(state: WorldState, goal: Mapping[str, object]) -> float:
+    """Squared distance of each goal object to its target (+ a miss cost for an absent spawn).
+
+    ``goal`` is the planner's oracle goal (``ResolvedGoal.to_oracle_dict``): ``targets``, a list of
+    ``{object_id, position}``, and ``spawn``, ``{name, position, baseline_count}`` or ``None``."""
     by_id = {obj.get("id"): obj for obj in state.get("objects", [])}
     cost = 0.0
-    for index, target in enumerate(goal.get("targets", [])):
-        obj = by_id.get(target.get("object_id"))
+    targets = goal.get("targets", [])
+    if not isinstance(targets, list):
+        raise WorldForgeError("goal.targets: must be a list.")
+    for index, target in enumerate(targets):
+        if not isinstance(target, Mapping):
+            raise WorldForgeError(f"goal.targets[{index}]: must be an object.")
+        object_id = target.get("object_id")
+        obj = by_id.get(object_id) if isinstance(object_id, str) else None
         if obj is None:
             cost += MISSING_OBJECT_COST
             continue
@@ -102,6 +110,8 @@ def goal_cost(state: dict[str, Any], goal: dict[str, Any]) -> float:
         cost += pos.squared_distance_to(Position.from_dict(target["position"], f"goal.targets[{index}]"))
     spawn = goal.get("spawn")
     if spawn:
+        if not isinstance(spawn, Mapping):
+            raise WorldForgeError("goal.spawn: must be an object.")
         named = [obj for obj in state.get("objects", []) if obj.get("name") == spawn.get("name")]
         if len(named) <= int(spawn.get("baseline_count", 0)):
             cost += MISSING_OBJECT_COST
@@ -111,7 +121,7 @@ def goal_cost(state: dict[str, Any], goal: dict[str, Any]) -> float:
     return cost
 
 
-def sequence_cost(state: dict[str, Any], goal: dict[str, Any], sequence: list[dict[str, Any]]) -> float:
+def sequence_cost(state: WorldState, goal: Mapping[str, object], sequence: list[ActionDict]) -> float:
     """Cost of executing ``sequence`` from ``state``: goal cost + a small action-length penalty."""
     current = state
     path = 0.0
@@ -142,11 +152,11 @@ class MockProvider(BaseProvider):
         self.variant = variant
         self.name = f"mock:{variant}" if variant else "mock"
 
-    def runtime_manifest(self) -> dict[str, Any] | None:
+    def runtime_manifest(self) -> JSONObject | None:
         return {"model": MOCK_MODEL, "variant": self.variant, "deterministic": True}
 
     # -- prefetch --------------------------------------------------------------------------------
-    def prefetch(self, options: Mapping[str, Any]) -> Prefetch | None:
+    def prefetch(self, options: Mapping[str, object]) -> Prefetch | None:
         """A letter reply's program (the costly glyph decomposition, a pure function of the letter,
         seed and variant), which a suite may compute in its worker processes; nothing for an echo."""
         letter, seed = options.get("target_character"), options.get("trial_seed")
@@ -154,15 +164,15 @@ class MockProvider(BaseProvider):
             return None
         return Prefetch(letter_program_lines, (letter, seed, self.variant))
 
-    def accept_prefetched(self, work: Prefetch, value: Any) -> None:
+    def accept_prefetched(self, work: Prefetch, value: object) -> None:
         """Install the program so that :meth:`generate` answers from it (byte-identical reply)."""
+        if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
+            raise WorldForgeError("mock: a prefetched letter program must be a list of lines.")
         letter, seed, variant = work.args
         prime(letter, seed, variant, value)
 
     # -- predict ---------------------------------------------------------------------------------
-    def predict(
-        self, world_state: dict[str, Any], action: dict[str, Any], steps: int = 1
-    ) -> PredictionResult:
+    def predict(self, world_state: WorldState, action: ActionDict, steps: int = 1) -> PredictionResult:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise WorldForgeError("steps: must be a positive integer.")
         payload = {"world_state": world_state, "action": action, "steps": steps}
@@ -185,7 +195,7 @@ class MockProvider(BaseProvider):
 
     # -- score (cost oracle) ---------------------------------------------------------------------
     def score_actions(
-        self, world_state: dict[str, Any], goal: dict[str, Any], candidates: list[list[dict[str, Any]]]
+        self, world_state: WorldState, goal: Mapping[str, object], candidates: list[list[ActionDict]]
     ) -> ScoreResult:
         payload = {"world_state": world_state, "goal": goal, "candidates": candidates}
 
@@ -206,7 +216,7 @@ class MockProvider(BaseProvider):
 
     # -- generate --------------------------------------------------------------------------------
     def generate(
-        self, messages: list[dict[str, str]], *, options: dict[str, Any] | None = None
+        self, messages: list[dict[str, str]], *, options: Mapping[str, object] | None = None
     ) -> GenerationResult:
         """A letter reply (``target_character`` + ``trial_seed``) or an echo of the last user turn.
 
@@ -239,7 +249,7 @@ class MockProvider(BaseProvider):
                     raise WorldForgeError(f"options.max_tokens: expected a positive integer, got {cap!r}.")
                 text, cut = cap_words(text, cap)
             prompt_tokens = sum(len(m["content"].split()) for m in messages)
-            metadata: dict[str, Any] = {
+            metadata: JSONObject = {
                 "model": MOCK_MODEL,
                 "variant": self.variant,
                 "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
@@ -264,7 +274,7 @@ class MockProvider(BaseProvider):
         return self.instrumented("embed", {"text": text}, call)
 
 
-def _validate_messages(messages: Any) -> None:
+def _validate_messages(messages: object) -> None:
     if not isinstance(messages, list) or not messages:
         raise WorldForgeError("messages: must be a non-empty list of chat turns.")
     for index, message in enumerate(messages):
@@ -276,7 +286,7 @@ def _validate_messages(messages: Any) -> None:
             raise WorldForgeError(f"messages[{index}].content: must be a string.")
 
 
-def create_provider(variant: str = "", options: Mapping[str, Any] | None = None) -> MockProvider:
+def create_provider(variant: str = "", options: Mapping[str, object] | None = None) -> MockProvider:
     """Registry factory: ``mock`` -> ``create_provider("")``, ``mock:v2`` -> ``create_provider("v2")``.
 
     The mock reads no run options: its replies depend on the variant alone."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.seeds import seeded_rng
@@ -59,7 +58,7 @@ _CLOSINGS = (
 )
 
 
-def _program_lines(program: Any) -> list[str]:
+def _program_lines(program: object) -> list[str]:
     """Normalise what the glyph generator returns into ``drop_block(...)`` lines."""
     if isinstance(program, str):
         lines = [line.strip() for line in program.splitlines() if line.strip()]

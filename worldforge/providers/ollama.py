@@ -32,6 +32,7 @@ from typing import Any
 
 from worldforge import heavy
 from worldforge.config import project_config
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import GenerationResult, ProviderFamily, prefixed_options
@@ -169,7 +170,7 @@ class OllamaSettings:
                 values["request_timeout_s"] = float(config.ollama.timeout_s)
         return cls(model=model, **values)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
         """Parameters that shape replies (host, timeouts and retries excluded: they do not)."""
         return {"model": self.model, "temperature": float(self.temperature), "num_ctx": self.num_ctx}
 
@@ -183,7 +184,7 @@ class GenerationReply:
     eval_count: int
     done_reason: str | None
     attempts: int
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
 
 
 class OllamaProvider(PooledChatProvider[OllamaSettings]):
@@ -237,7 +238,7 @@ class OllamaProvider(PooledChatProvider[OllamaSettings]):
         return isinstance(exc, httpx.TimeoutException | TimeoutError)
 
     # -- runtime manifest -------------------------------------------------------------------------
-    def _fetch_manifest(self) -> dict[str, Any]:
+    def _fetch_manifest(self) -> JSONObject:
         """Model digest and parameters from ``/api/tags`` and ``/api/show``.
 
         Raises :class:`WorldForgeError` when the model is not on the server (say how to pull it)
@@ -290,7 +291,7 @@ class OllamaProvider(PooledChatProvider[OllamaSettings]):
     ) -> GenerationReply:
         """One chat call with retries; returns the assistant text and token counters."""
         payload = wire_messages(messages)
-        call_options: dict[str, Any] = {"temperature": float(self.settings.temperature)}
+        call_options: JSONObject = {"temperature": float(self.settings.temperature)}
         if seed is not None:
             call_options["seed"] = int(seed)
         if self.settings.num_ctx is not None:
@@ -301,7 +302,7 @@ class OllamaProvider(PooledChatProvider[OllamaSettings]):
         def request(client: Any) -> Any:
             return client.chat(model=self.settings.model, messages=payload, options=call_options)
 
-        def accept(response: Any, attempt: int) -> tuple[GenerationReply, dict[str, Any]]:
+        def accept(response: Any, attempt: int) -> tuple[GenerationReply, JSONObject]:
             reply = GenerationReply(
                 text=response.message.content or "",
                 prompt_eval_count=int(response.prompt_eval_count or 0),
@@ -335,7 +336,7 @@ class OllamaProvider(PooledChatProvider[OllamaSettings]):
             else:
                 extra["num_predict"] = int(cap)
         reply = self.chat(messages, seed=None if seed is None else int(seed), **extra)
-        metadata = {
+        metadata: JSONObject = {
             "prompt_eval_count": reply.prompt_eval_count,
             "eval_count": reply.eval_count,
             "done_reason": reply.done_reason,

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from worldforge import heavy
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import ProviderError, ProviderHTTPError, WorldForgeError
 from worldforge.providers.base import GenerationResult, ProviderFamily
@@ -128,7 +129,7 @@ class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
     def _retryable(self, exc: BaseException) -> bool:
         return _is_retryable(exc)
 
-    def _attempt_meta(self, exc: BaseException) -> dict[str, Any]:
+    def _attempt_meta(self, exc: BaseException) -> JSONObject:
         status = _status(exc)
         return {"status": status} if status is not None else {}
 
@@ -228,7 +229,7 @@ class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
             )
         return ProviderError(f"{url}: {what} failed: {self._describe(exc)}")
 
-    def _fetch_manifest(self) -> dict[str, Any]:
+    def _fetch_manifest(self) -> JSONObject:
         """The served model and server kind from ``/models`` and a one-token probe.
 
         The probe shows what the server will answer for this model name (``response.model``) and
@@ -309,7 +310,7 @@ class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
         payload = wire_messages(messages)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise WorldForgeError(f"openai n: expected a positive integer, got {n!r}.")
-        params: dict[str, Any] = {"temperature": float(self.settings.temperature), "n": n}
+        params: JSONObject = {"temperature": float(self.settings.temperature), "n": n}
         if seed is not None:
             params["seed"] = int(seed)
         if max_tokens is not None:
@@ -321,7 +322,7 @@ class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
         def request(client: Any) -> Any:
             return client.chat.completions.create(model=self.settings.model, messages=payload, **params)
 
-        def accept(response: Any, attempt: int) -> tuple[ChatReply, dict[str, Any]]:
+        def accept(response: Any, attempt: int) -> tuple[ChatReply, JSONObject]:
             reply = self._reply(response, attempt)
             return reply, {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
 
@@ -376,7 +377,7 @@ class OpenAICompatProvider(PooledChatProvider[OpenAISettings]):
             n=opts.get("n") or 1,
             max_tokens=int(cap) if cap is not None and int(cap) <= MAX_TOKENS_SENT else None,
         )
-        metadata: dict[str, Any] = {
+        metadata: JSONObject = {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
             "finish_reason": reply.finish_reason,

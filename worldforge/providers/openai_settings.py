@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from worldforge.config import project_config
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.providers.base import prefixed_options
 from worldforge.providers.server_pool import DEFAULT_MAX_CONNECTIONS
@@ -75,7 +76,7 @@ def resolve_api_key(base_url: str) -> str:
     return PLACEHOLDER_API_KEY
 
 
-def check_base_urls(value: Any) -> None:
+def check_base_urls(value: object) -> None:
     """:func:`check_base_url` for one address or a list of them (``--openai-base-url`` repeated)."""
     for url in value if isinstance(value, (list, tuple)) else [value]:
         check_base_url(str(url))
@@ -171,7 +172,7 @@ class OpenAISettings:
                 values["request_timeout_s"] = float(config.openai.timeout_s)
         return cls(model=model, **values)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
         """Parameters that shape replies (URL, timeouts and retries excluded: they do not)."""
         return {"model": self.model, "temperature": float(self.temperature)}
 
@@ -199,7 +200,7 @@ def retry_after_s(headers: Any) -> float | None:
         return None
 
 
-def guess_server_kind(owned_by: Any, headers: Mapping[str, str], settings: OpenAISettings) -> str:
+def guess_server_kind(owned_by: object, headers: Mapping[str, str], settings: OpenAISettings) -> str:
     """Which software serves the API, from ``/models`` ``owned_by`` and response headers."""
     owner = str(owned_by or "").lower()
     lowered = {str(k).lower(): str(v).lower() for k, v in headers.items()}

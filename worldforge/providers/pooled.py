@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.providers.base import BaseProvider
 from worldforge.providers.server_pool import ServerPool
@@ -51,7 +52,7 @@ class ChatServerSettings(Protocol):
         """Every server of the model, the first one (preflight, manifest) first."""
         ...
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
         """Parameters that shape replies (servers, timeouts and retries excluded)."""
         ...
 
@@ -82,7 +83,7 @@ class PooledChatProvider(BaseProvider, Generic[S]):
         self.name = f"{self.family}:{settings.model}"
         self._sleep = sleep
         self._clients: dict[str, Any] = {}
-        self._manifest: dict[str, Any] | None = None
+        self._manifest: JSONObject | None = None
         self.pool = ServerPool(settings.servers, max_connections=settings.max_connections)
 
     @property
@@ -124,11 +125,11 @@ class PooledChatProvider(BaseProvider, Generic[S]):
         """Whether a failed preflight request is tried again (a busy server, not a refused one)."""
         raise NotImplementedError
 
-    def _fetch_manifest(self) -> dict[str, Any]:
+    def _fetch_manifest(self) -> JSONObject:
         """The runtime manifest from the first server (through :meth:`_preflight`)."""
         raise NotImplementedError
 
-    def _attempt_meta(self, exc: BaseException) -> dict[str, Any]:
+    def _attempt_meta(self, exc: BaseException) -> JSONObject:
         """Extra event metadata for a failed attempt (none by default)."""
         return {}
 
@@ -137,7 +138,9 @@ class PooledChatProvider(BaseProvider, Generic[S]):
         return float(self.settings.backoff_s) * (2 ** (attempt - 1))
 
     # -- events, preflight, manifest -------------------------------------------------------------
-    def _emit(self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: Any) -> None:
+    def _emit(
+        self, phase: str, attempt: int, started: float, digest: str, message: str, **meta: JSON
+    ) -> None:
         self.emit_attempt(phase, attempt, int(self.settings.retries), started, digest, message, **meta)
 
     def _preflight(self, call: Callable[[], R]) -> R:
@@ -152,7 +155,7 @@ class PooledChatProvider(BaseProvider, Generic[S]):
                 self._sleep(self._delay(attempt, exc))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def runtime_manifest(self) -> dict[str, Any]:
+    def runtime_manifest(self) -> JSONObject:
         """The model's manifest from the first server, fetched once (a failing preflight raises, so
         a run fails before its first item instead of recording hundreds of identical failures)."""
         if self._manifest is None:
@@ -164,7 +167,7 @@ class PooledChatProvider(BaseProvider, Generic[S]):
         self,
         digest: str,
         request: Callable[[Any], Any],
-        accept: Callable[[Any, int], tuple[R, dict[str, Any]]],
+        accept: Callable[[Any, int], tuple[R, JSONObject]],
     ) -> R:
         """``request(client)`` on a leased server, retried; ``accept(response, attempt)`` turns the
         answer into the reply and the success event's metadata, or raises :class:`ProviderError`

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.registry import BUILTIN, Registration, Registry
@@ -39,6 +39,16 @@ _NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 Registered = ProviderFamily | ProviderFactory
 
 
+class ProviderInfoDict(TypedDict):
+    """:meth:`ProviderInfo.to_dict`: one row of ``worldforge providers list --format json``."""
+
+    name: str
+    source: str
+    description: str
+    argument: str
+    capabilities: list[str] | None
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
     """What ``worldforge providers list`` shows for one registered provider family."""
@@ -49,7 +59,7 @@ class ProviderInfo:
     parameterized: str  # "" | "optional" | "required"
     capabilities: tuple[str, ...] | None = None  # None: only known once instantiated
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProviderInfoDict:
         return {
             "name": self.name,
             "source": self.source,
@@ -201,6 +211,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ProviderFactory",
     "ProviderInfo",
+    "ProviderInfoDict",
     "ProviderRegistry",
     "builtin_capabilities",
     "check_provider_options",

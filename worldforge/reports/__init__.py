@@ -6,8 +6,7 @@ one report agrees. ``render_report(payload, fmt)`` dispatches by format name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.reports.csv_report import render_csv
@@ -25,7 +24,7 @@ MEDIA_TYPES: dict[str, str] = {
 EXTENSIONS: dict[str, str] = {"markdown": "md", "json": "json", "csv": "csv", "html": "html"}
 
 
-def _renderer(fmt: str) -> Callable[[dict[str, Any]], str]:
+def _renderer(fmt: str) -> Callable[[Mapping[str, object]], str]:
     if fmt == "json":
         return render_json
     if fmt == "markdown":
@@ -39,8 +38,9 @@ def _renderer(fmt: str) -> Callable[[dict[str, Any]], str]:
     )
 
 
-def render_report(payload: dict[str, Any], fmt: str) -> str:
-    """Render a canonical report payload in ``fmt``."""
+def render_report(payload: Mapping[str, object], fmt: str) -> str:
+    """Render a canonical report payload (``EvaluationReport.to_dict()``, or one read back from
+    its JSON) in ``fmt``."""
     if not isinstance(payload, dict):
         raise WorldForgeError("report payload: must be a dict (EvaluationReport.to_dict()).")
     return _renderer(fmt)(payload)

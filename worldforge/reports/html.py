@@ -12,7 +12,7 @@ other report, and a payload the registered page declines, is rendered section by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from worldforge.core.errors import WorldForgeError
@@ -24,6 +24,7 @@ from worldforge.reports.html_parts import (
     table,
 )
 from worldforge.reports.html_sections import NOWRAP_CHARS, failure_gallery_html, finish_page, section_html
+from worldforge.reports.payload import member, members, number, whole
 from worldforge.reports.sections import interpret_all
 
 HTML_REPORT_SCHEMA_VERSION = 1
@@ -49,14 +50,14 @@ def registered_html_page(suite_id: object) -> HtmlPage | None:
     return _PAGES.get(suite_id) if isinstance(suite_id, str) else None
 
 
-def render_html(payload: dict[str, Any]) -> str:
+def render_html(payload: Mapping[str, object]) -> str:
     page = registered_html_page(payload.get("suite_id"))
-    document = page(payload) if page is not None else None
+    document = page(dict(payload)) if page is not None else None  # the page gets a dict of its own
     if document is not None:
         return document
     suite = payload.get("suite", "")
-    prov = payload.get("provenance") or {}
-    summaries = payload.get("provider_summaries", [])
+    prov = member(payload, "provenance")
+    summaries = members(payload, "provider_summaries")
     body = [
         f"<h1>WorldForge Evaluation Report: {esc(suite)}</h1>",
         kv(
@@ -73,16 +74,19 @@ def render_html(payload: dict[str, Any]) -> str:
             [
                 [
                     esc(s["provider"]),
-                    esc(f"{float(s['average_score']):.4f}"),
-                    esc(f"{int(s['passed_scenario_count'])}/{int(s['scenario_count'])}"),
-                    esc(int(s["scenario_count"])),
+                    esc(f"{number(s['average_score'], 'average_score'):.4f}"),
+                    esc(
+                        f"{whole(s['passed_scenario_count'], 'passed_scenario_count')}/"
+                        f"{whole(s['scenario_count'], 'scenario_count')}"
+                    ),
+                    esc(whole(s["scenario_count"], "scenario_count")),
                 ]
                 for s in summaries
             ],
             numeric={1, 3},
         ),
         "<h2>Scenario Results</h2>",
-        results_table(payload.get("results", [])),
+        results_table(members(payload, "results")),
         "".join(section_html(s) for s in interpret_all(payload.get("sections"))),
     ]
     return finish_page(payload, body)

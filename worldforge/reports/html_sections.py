@@ -4,9 +4,10 @@ Birds page, :mod:`worldforge.suites.science_birds.page`), so neither page import
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from worldforge.reports.html_parts import esc, footer, kv, metrics_list, page, provenance, table, value_html
+from worldforge.reports.payload import listed, member, members, number
 from worldforge.reports.sections import EMPTY_TABLE_TEXT, Section, is_safe_png_data_uri
 
 #: Table cells with at most this many characters never wrap (names such as
@@ -14,7 +15,7 @@ from worldforge.reports.sections import EMPTY_TABLE_TEXT, Section, is_safe_png_d
 NOWRAP_CHARS = 40
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = value_html(value)
     short = len(value) <= NOWRAP_CHARS if isinstance(value, str) else isinstance(value, int | float | None)
     return f'<span class="name">{text}</span>' if short else text
@@ -51,7 +52,7 @@ def section_html(section: Section) -> str:
             )
     elif section.kind == "keyvalue":
         parts.append(
-            kv([(str(k), value_html(v)) for k, v in sorted(section.value.items(), key=lambda i: str(i[0]))])
+            kv([(str(k), value_html(v)) for k, v in sorted(section.pairs.items(), key=lambda i: str(i[0]))])
         )
     elif section.kind == "text":
         parts.append(f"<p>{esc(section.text)}</p>")
@@ -60,8 +61,8 @@ def section_html(section: Section) -> str:
     return "".join(parts)
 
 
-def failure_gallery_html(gallery: dict[str, Any]) -> str:
-    cases = gallery.get("cases") or []
+def failure_gallery_html(gallery: Mapping[str, object]) -> str:
+    cases = members(gallery, "cases")
     parts = ["<h2>Failure Gallery</h2>", f"<p>Cases: {len(cases)}</p>"]
     parts.append(
         table(
@@ -71,7 +72,7 @@ def failure_gallery_html(gallery: dict[str, Any]) -> str:
                     f"<code>{esc(c.get('fixture_id'))}</code>",
                     esc(c.get("provider")),
                     esc(c.get("scenario")),
-                    esc(f"{float(c.get('score', 0.0)):.4f}"),
+                    esc(f"{number(c.get('score', 0.0), 'a case score'):.4f}"),
                     esc(c.get("expected_contract_notes")),
                     esc(c.get("observed_result")),
                 ]
@@ -81,7 +82,7 @@ def failure_gallery_html(gallery: dict[str, Any]) -> str:
         )
     )
     for case in cases:
-        steps = "".join(f"<li>{esc(step)}</li>" for step in case.get("triage_steps", []))
+        steps = "".join(f"<li>{esc(step)}</li>" for step in listed(case, "triage_steps"))
         parts.append(
             f"<h3>{esc(case.get('fixture_id'))} / {esc(case.get('provider'))}</h3>"
             f"<ol>{steps}</ol>{metrics_list(case.get('metrics_preview', {}))}"
@@ -89,11 +90,11 @@ def failure_gallery_html(gallery: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def finish_page(payload: dict[str, Any], body: list[str]) -> str:
+def finish_page(payload: Mapping[str, object], body: list[str]) -> str:
     """Close a report page: failure gallery, provenance and footer, then the page shell."""
-    prov = payload.get("provenance") or {}
+    prov = member(payload, "provenance")
     if payload.get("failure_gallery"):
-        body.append(failure_gallery_html(payload["failure_gallery"]))
+        body.append(failure_gallery_html(member(payload, "failure_gallery")))
     if prov:
         body.append(provenance(prov))
         body.append(footer(prov))

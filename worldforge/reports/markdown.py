@@ -7,9 +7,10 @@ name or metric value cannot break the table or inject markup into a rendered iss
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from worldforge.core.canonical import canonical_json_text, pretty_json
+from worldforge.reports.payload import listed, member, members, number, whole
 from worldforge.reports.sections import EMPTY_TABLE_TEXT, interpret_all, scalar_text
 
 METRICS_CELL_LIMIT = 160
@@ -19,7 +20,7 @@ METRICS_CELL_LIMIT = 160
 LEAD_SECTIONS = ("winner", "ranking")
 
 
-def md_escape(value: Any) -> str:
+def md_escape(value: object) -> str:
     """Escape text for a Markdown table cell or inline position."""
     text = value if isinstance(value, str) else scalar_text(value)
     text = " ".join(text.split())
@@ -36,7 +37,7 @@ def md_escape(value: Any) -> str:
     )
 
 
-def md_code(value: str, *, table: bool = False) -> str:
+def md_code(value: object, *, table: bool = False) -> str:
     """Inline code span that survives backticks inside ``value`` (and ``|`` inside table cells)."""
     text = " ".join(str(value).split())
     if table:
@@ -53,7 +54,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _provenance(prov: dict[str, Any]) -> list[str]:
+def _provenance(prov: Mapping[str, object]) -> list[str]:
     lines = ["## Provenance", ""]
     items: list[tuple[str, str]] = [
         ("Schema version", md_escape(prov.get("schema_version"))),
@@ -62,14 +63,14 @@ def _provenance(prov: dict[str, Any]) -> list[str]:
         ("WorldForge version", md_escape(prov.get("worldforge_version"))),
         ("Suite version", md_escape(prov.get("suite_version"))),
         ("Created at", md_escape(prov.get("created_at"))),
-        ("Command", md_code(" ".join(prov.get("command") or [])) if prov.get("command") else "-"),
-        ("Providers", md_escape(", ".join(prov.get("providers") or []) or "-")),
-        ("Capabilities", md_escape(", ".join(prov.get("capabilities") or []) or "-")),
+        ("Command", md_code(_joined(prov, "command", " ")) if prov.get("command") else "-"),
+        ("Providers", md_escape(_joined(prov, "providers", ", ") or "-")),
+        ("Capabilities", md_escape(_joined(prov, "capabilities", ", ") or "-")),
         ("Event count", md_escape(prov.get("event_count"))),
         ("Input digest", md_code(str(prov.get("input_digest")))),
         ("Result digest", md_code(str(prov.get("result_digest")))),
     ]
-    manifests = prov.get("runtime_manifests") or {}
+    manifests = member(prov, "runtime_manifests")
     if manifests:
         items.append(
             (
@@ -79,7 +80,7 @@ def _provenance(prov: dict[str, Any]) -> list[str]:
                 ),
             )
         )
-    datasets = prov.get("dataset_manifests") or []
+    datasets = members(prov, "dataset_manifests")
     if datasets:
         items.append(
             (
@@ -96,7 +97,12 @@ def _provenance(prov: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _sections(sections: Any) -> list[str]:
+def _joined(prov: Mapping[str, object], key: str, separator: str) -> str:
+    """A list of names (argv, providers, capabilities) joined for one line."""
+    return separator.join(str(item) for item in listed(prov, key))
+
+
+def _sections(sections: object) -> list[str]:
     lines: list[str] = []
     for section in interpret_all(sections):
         lines += [f"## {md_escape(section.title)}", ""]
@@ -122,7 +128,7 @@ def _sections(sections: Any) -> list[str]:
             if not section.images and not section.omitted_images:
                 lines.append("No images.")
         elif section.kind == "keyvalue":
-            lines += [f"- {md_escape(k)}: {md_escape(v)}" for k, v in section.value.items()]
+            lines += [f"- {md_escape(k)}: {md_escape(v)}" for k, v in section.pairs.items()]
         elif section.kind == "text":
             lines.append(md_escape(section.text))
         else:
@@ -131,7 +137,7 @@ def _sections(sections: Any) -> list[str]:
     return lines
 
 
-def render_gallery_markdown(gallery: dict[str, Any], *, embedded: bool = False) -> str:
+def render_gallery_markdown(gallery: Mapping[str, object], *, embedded: bool = False) -> str:
     """Failure gallery Markdown (``embedded`` drops the top-level title)."""
     lines: list[str] = [] if embedded else ["# Evaluation Failure Gallery", ""]
     lines += [
@@ -141,14 +147,14 @@ def render_gallery_markdown(gallery: dict[str, Any], *, embedded: bool = False) 
         "",
         f"Metric semantics: {md_escape(gallery.get('metric_semantics'))}",
         "",
-        f"Cases: {int(gallery.get('case_count', 0))}",
+        f"Cases: {whole(gallery.get('case_count', 0), 'case_count')}",
         "",
     ]
     if gallery.get("source_input_digest"):
         lines += [f"Source input digest: {md_code(str(gallery['source_input_digest']))}", ""]
     if gallery.get("source_result_digest"):
         lines += [f"Source result digest: {md_code(str(gallery['source_result_digest']))}", ""]
-    cases = gallery.get("cases") or []
+    cases = members(gallery, "cases")
     if not cases:
         return "\n".join(lines + ["No failed evaluation cases.", ""])
     rows = [
@@ -156,7 +162,7 @@ def render_gallery_markdown(gallery: dict[str, Any], *, embedded: bool = False) 
             md_code(c["fixture_id"], table=True),
             md_escape(c["provider"]),
             md_escape(c["scenario"]),
-            f"{float(c['score']):.4f}",
+            f"{number(c['score'], 'a case score'):.4f}",
         ]
         for c in cases
     ]
@@ -169,7 +175,7 @@ def render_gallery_markdown(gallery: dict[str, Any], *, embedded: bool = False) 
             f"- Observed: {md_escape(case['observed_result'])}",
             "- Triage:",
         ]
-        lines += [f"  {i}. {_triage(step)}" for i, step in enumerate(case.get("triage_steps", []), 1)]
+        lines += [f"  {i}. {_triage(str(step))}" for i, step in enumerate(listed(case, "triage_steps"), 1)]
         preview = canonical_json_text(case.get("metrics_preview", {})).replace("```", "`\u200b``")
         lines += ["", "```json", preview, "```", ""]
     return "\n".join(lines)
@@ -191,7 +197,7 @@ def _triage(step: str) -> str:
     return "".join(out)
 
 
-def render_markdown(payload: dict[str, Any]) -> str:
+def render_markdown(payload: Mapping[str, object]) -> str:
     sections = payload.get("sections")
     sections = sections if isinstance(sections, dict) else {}
     lead = {key: sections[key] for key in LEAD_SECTIONS if key in sections}
@@ -207,23 +213,24 @@ def render_markdown(payload: dict[str, Any]) -> str:
         "",
     ]
     if payload.get("provenance"):
-        lines += _provenance(payload["provenance"])
+        lines += _provenance(member(payload, "provenance"))
     lines += ["## Provider Summary", ""]
     lines += _table(
         ["provider", "average_score", "passed", "scenarios"],
         [
             [
                 md_escape(s["provider"]),
-                f"{float(s['average_score']):.4f}",
-                f"{int(s['passed_scenario_count'])}/{int(s['scenario_count'])}",
-                str(int(s["scenario_count"])),
+                f"{number(s['average_score'], 'average_score'):.4f}",
+                f"{whole(s['passed_scenario_count'], 'passed_scenario_count')}/"
+                f"{whole(s['scenario_count'], 'scenario_count')}",
+                str(whole(s["scenario_count"], "scenario_count")),
             ]
-            for s in payload.get("provider_summaries", [])
+            for s in members(payload, "provider_summaries")
         ],
     )
     lines += ["", "## Scenario Results", ""]
     rows = []
-    for r in payload.get("results", []):
+    for r in members(payload, "results"):
         metrics = canonical_json_text(r.get("metrics", {}))
         if len(metrics) > METRICS_CELL_LIMIT:
             metrics = metrics[: METRICS_CELL_LIMIT - 1] + "…"
@@ -231,7 +238,7 @@ def render_markdown(payload: dict[str, Any]) -> str:
             [
                 md_escape(r["provider"]),
                 md_escape(r["scenario"]),
-                f"{float(r['score']):.4f}",
+                f"{number(r['score'], 'a result score'):.4f}",
                 "yes" if r["passed"] else "no",
                 md_code(metrics, table=True),
             ]
@@ -243,7 +250,7 @@ def render_markdown(payload: dict[str, Any]) -> str:
         lines += [
             "## Failure Gallery",
             "",
-            render_gallery_markdown(payload["failure_gallery"], embedded=True),
+            render_gallery_markdown(member(payload, "failure_gallery"), embedded=True),
         ]
     return "\n".join(lines).rstrip("\n") + "\n"
 

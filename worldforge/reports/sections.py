@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-from worldforge.core.canonical import canonical_json_text
+from worldforge.core.canonical import JSONObject, canonical_json_text
 
 DATA_URI_PREFIX = "data:image/png;base64,"
 _BASE64_RE = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
@@ -25,7 +24,7 @@ SCALARS = (str, int, float, bool, type(None))
 EMPTY_TABLE_TEXT = "No entries."
 
 
-def is_safe_png_data_uri(src: Any) -> bool:
+def is_safe_png_data_uri(src: object) -> bool:
     """Only inline PNGs: no remote URLs, no other schemes, no SVG (scriptable)."""
     if not isinstance(src, str) or not src.startswith(DATA_URI_PREFIX):
         return False
@@ -33,7 +32,7 @@ def is_safe_png_data_uri(src: Any) -> bool:
     return bool(body) and len(body) % 4 == 0 and bool(_BASE64_RE.match(body))
 
 
-def scalar_text(value: Any) -> str:
+def scalar_text(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -45,7 +44,7 @@ def scalar_text(value: Any) -> str:
     return canonical_json_text(value)
 
 
-def _is_flat(row: Any) -> bool:
+def _is_flat(row: object) -> bool:
     return isinstance(row, dict) and all(
         isinstance(v, SCALARS) or isinstance(v, (list, dict)) for v in row.values()
     )
@@ -53,19 +52,24 @@ def _is_flat(row: Any) -> bool:
 
 @dataclass(slots=True)
 class Section:
+    """One section as the renderers draw it: what ``kind`` it is and the parts that kind uses
+    (``columns``/``rows`` of a table, ``images``, the ``pairs`` of a key/value list, a paragraph's
+    ``text``, or the ``value`` a JSON block shows)."""
+
     key: str
     kind: str  # table | images | keyvalue | text | json
     title: str
     description: str = ""
     columns: list[str] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[JSONObject] = field(default_factory=list)
     images: list[dict[str, str]] = field(default_factory=list)
     omitted_images: int = 0
     text: str = ""
-    value: Any = None
+    pairs: JSONObject = field(default_factory=dict)
+    value: object = None
 
 
-def _table(key: str, title: str, description: str, rows: list[dict[str, Any]]) -> Section:
+def _table(key: str, title: str, description: str, rows: list[JSONObject]) -> Section:
     columns: list[str] = []
     for row in rows:
         for column in row:
@@ -74,7 +78,7 @@ def _table(key: str, title: str, description: str, rows: list[dict[str, Any]]) -
     return Section(key, "table", title, description, columns=columns, rows=rows)
 
 
-def interpret(key: str, value: Any) -> Section:
+def interpret(key: str, value: object) -> Section:
     title = key.replace("_", " ").replace("-", " ").strip().capitalize() or key
     if isinstance(value, list) and value and all(_is_flat(row) for row in value):
         return _table(key, title, "", value)
@@ -94,13 +98,13 @@ def interpret(key: str, value: Any) -> Section:
         if isinstance(rows, list) and all(_is_flat(row) for row in rows):
             return _table(key, heading, description, rows)
         if all(isinstance(v, SCALARS) for v in value.values()):
-            return Section(key, "keyvalue", title, value=value)
+            return Section(key, "keyvalue", title, pairs=value)
     if isinstance(value, str):
         return Section(key, "text", title, text=value)
     return Section(key, "json", title, value=value)
 
 
-def interpret_all(sections: Any) -> list[Section]:
+def interpret_all(sections: object) -> list[Section]:
     if not isinstance(sections, dict):
         return []
     return [interpret(key, value) for key, value in sections.items()]

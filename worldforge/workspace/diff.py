@@ -23,14 +23,14 @@ the level pipeline run in :data:`PIPELINE_ORDER` and any other stage names follo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.workspace.eventlog import read_chain
 from worldforge.workspace.layout import EVENTS_NAME
-from worldforge.workspace.records import RunManifest, read_run_manifest
+from worldforge.workspace.records import ItemFile, RunManifest, read_item_files, read_run_manifest
 from worldforge.workspace.store import effective_status
 
 DIFF_SCHEMA_VERSION = 1
@@ -47,6 +47,41 @@ CAUSE_PRIORITY = (
 )
 
 
+class Change(TypedDict):
+    """One line of the diff: where (``section``, ``path``), what (``change``: ``added``, ``removed``,
+    ``modified`` or ``unchanged``), both sides' values and the reason code (``None`` when unchanged)."""
+
+    section: str
+    path: str
+    change: str
+    a: JSON
+    b: JSON
+    reason: str | None
+
+
+class DiffSide(TypedDict):
+    """One compared run, as the diff names it."""
+
+    run_id: str
+    kind: str
+    status: str
+    input_digest: str | None
+    result_digest: str | None
+
+
+class RunDiffReport(TypedDict):
+    """What :func:`diff_runs` returns (and ``runs diff --format json`` prints)."""
+
+    schema_version: int
+    a: DiffSide
+    b: DiffSide
+    identical_results: bool
+    causes: list[str]
+    reasons: list[str]
+    change_count: int
+    changes: list[Change]
+
+
 def _classify_name(name: str, default: str) -> str:
     low = name.lower()
     if "provider" in low:
@@ -60,17 +95,6 @@ def _classify_name(name: str, default: str) -> str:
     return default
 
 
-def _load_items(run_dir: Path) -> dict[str, dict[str, Any]]:
-    items: dict[str, dict[str, Any]] = {}
-    for path in sorted((run_dir / "items").glob("*.json")) if (run_dir / "items").is_dir() else []:
-        try:
-            body = json.loads(path.read_text(encoding="utf-8"))
-            items[str(body["item_id"])] = body
-        except (ValueError, KeyError, TypeError, OSError):
-            continue
-    return items
-
-
 #: Keys of a recorded input value that identify the providers (names, versions, model identities
 #: and digests, runtime manifests); a difference under one of them is ``provider-changed``.
 PROVIDER_IDENTITY_KEYS = ("providers", "models", "runtime_manifests")
@@ -78,39 +102,44 @@ PROVIDER_IDENTITY_KEYS = ("providers", "models", "runtime_manifests")
 PROVIDER_EVENTS_REASON = "provider-events-differ"
 
 
-def _provider_identity(manifest: RunManifest) -> dict[str, Any]:
+def _provider_identity(manifest: RunManifest) -> JSONObject:
     """Provider identity recorded in the run's input values, by ``<input>.<key>``.
 
     Inputs are what the input digest covers, so they are the run's own statement of which
     providers (and which model versions) it evaluated; a value too large to be kept in the
     manifest contributes nothing here, and its digest still shows up as an input change.
     """
-    identity: dict[str, Any] = {}
+    identity: JSONObject = {}
     for entry in manifest.inputs:
-        value = entry.get("value") if isinstance(entry, dict) else None
+        value = entry.get("value")
         if isinstance(value, dict):
             for key in PROVIDER_IDENTITY_KEYS:
                 if key in value:
-                    identity[f"{entry.get('name')}.{key}"] = value[key]
+                    identity[f"{entry['name']}.{key}"] = value[key]
     return identity
 
 
-def _provider_event_counts(run_dir: Path) -> dict[str, int]:
+def _provider_event_counts(run_dir: Path) -> JSONObject:
     """Provider events per provider name (informational: cache reuse makes these differ)."""
     counts: dict[str, int] = {}
     for event in read_chain(run_dir / EVENTS_NAME).events:
         if event.get("type") == "provider.event":
             name = str((event.get("payload") or {}).get("provider"))
             counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items()))
+    return {name: count for name, count in sorted(counts.items())}
+
+
+def _git(manifest: RunManifest, key: str) -> JSON:
+    git = manifest.environment["git"]
+    return None if git is None else git["commit"] if key == "commit" else git["dirty"]
 
 
 class _Collector:
     def __init__(self, include_all: bool) -> None:
         self.include_all = include_all
-        self.changes: list[dict[str, Any]] = []
+        self.changes: list[Change] = []
 
-    def compare(self, section: str, path: str, a: Any, b: Any, reason: str) -> bool:
+    def compare(self, section: str, path: str, a: JSON, b: JSON, reason: str) -> bool:
         if a == b:
             if self.include_all:
                 self.changes.append(
@@ -124,7 +153,7 @@ class _Collector:
         return True
 
 
-def _stage_order(record: dict[str, Any], names: set[str]) -> list[str]:
+def _stage_order(record: JSONObject, names: set[str]) -> list[str]:
     """Stages in the order they ran (see the module docstring)."""
     explicit = record.get("stage_order")
     ranked = [str(n) for n in explicit] if isinstance(explicit, list) else list(PIPELINE_ORDER)
@@ -132,7 +161,7 @@ def _stage_order(record: dict[str, Any], names: set[str]) -> list[str]:
     return known + sorted(names - set(known))
 
 
-def _stage_reason(sa: dict[str, Any], sb: dict[str, Any], upstream: bool, item_inputs_equal: bool) -> str:
+def _stage_reason(sa: JSONObject, sb: JSONObject, upstream: bool, item_inputs_equal: bool) -> str:
     for key in ("version", "impl_version", "code_version"):
         if sa.get(key) != sb.get(key):
             return "code-version-changed"
@@ -149,7 +178,7 @@ def _stage_reason(sa: dict[str, Any], sb: dict[str, Any], upstream: bool, item_i
 
 
 def _diff_items(
-    c: _Collector, a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], run_inputs_equal: bool
+    c: _Collector, a: dict[str, ItemFile], b: dict[str, ItemFile], run_inputs_equal: bool
 ) -> None:
     for item_id in sorted(set(a) | set(b)):
         ia, ib = a.get(item_id), b.get(item_id)
@@ -158,20 +187,20 @@ def _diff_items(
             c.compare(
                 "items",
                 base,
-                ia and ia.get("record_digest"),
-                ib and ib.get("record_digest"),
+                ia.record_digest if ia is not None else None,
+                ib.record_digest if ib is not None else None,
                 "item-added" if ia is None else "item-removed",
             )
             continue
-        inputs_equal = ia.get("input_digest") == ib.get("input_digest")
+        inputs_equal = ia.input_digest == ib.input_digest
         c.compare(
             "items",
             base + "#input_digest",
-            ia.get("input_digest"),
-            ib.get("input_digest"),
+            ia.input_digest,
+            ib.input_digest,
             "input-changed" if not run_inputs_equal else "same-inputs-different-results",
         )
-        ra, rb = ia.get("record") or {}, ib.get("record") or {}
+        ra, rb = ia.record or {}, ib.record or {}
         if isinstance(ra, dict) and isinstance(rb, dict) and isinstance(ra.get("cohort_digest"), str):
             c.compare(
                 "items",
@@ -182,7 +211,7 @@ def _diff_items(
             )
         stages_a = ra.get("stages") if isinstance(ra, dict) else None
         stages_b = rb.get("stages") if isinstance(rb, dict) else None
-        if isinstance(stages_a, dict) and isinstance(stages_b, dict):
+        if isinstance(ra, dict) and isinstance(stages_a, dict) and isinstance(stages_b, dict):
             upstream = False
             order = _stage_order(ra, set(stages_a) | set(stages_b))
             for stage in order:
@@ -191,8 +220,8 @@ def _diff_items(
                     c.compare(
                         "stages",
                         f"{base}/stages/{stage}",
-                        sa and sa.get("digest"),
-                        sb and sb.get("digest"),
+                        sa.get("digest") if isinstance(sa, dict) and sa else sa,
+                        sb.get("digest") if isinstance(sb, dict) and sb else sb,
                         "code-version-changed",
                     )
                     upstream = True
@@ -201,32 +230,19 @@ def _diff_items(
                 if c.compare("stages", f"{base}/stages/{stage}", sa.get("digest"), sb.get("digest"), reason):
                     upstream = True
         reason = "same-inputs-different-results" if inputs_equal and run_inputs_equal else "input-changed"
-        c.compare("items", base + "#record_digest", ia.get("record_digest"), ib.get("record_digest"), reason)
+        c.compare("items", base + "#record_digest", ia.record_digest, ib.record_digest, reason)
 
 
-def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, Any]:
+def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> RunDiffReport:
     """Compare two run directories; see the module docstring for the reason codes."""
     ma, mb = read_run_manifest(dir_a), read_run_manifest(dir_b)
     c = _Collector(include_all)
     c.compare("manifest", "kind", ma.kind, mb.kind, "config-changed")
-    ea, eb = ma.environment, mb.environment
     c.compare(
         "code", "worldforge_version", ma.worldforge_version, mb.worldforge_version, "code-version-changed"
     )
-    c.compare(
-        "code",
-        "git.commit",
-        (ea.get("git") or {}).get("commit"),
-        (eb.get("git") or {}).get("commit"),
-        "code-version-changed",
-    )
-    c.compare(
-        "code",
-        "git.dirty",
-        (ea.get("git") or {}).get("dirty"),
-        (eb.get("git") or {}).get("dirty"),
-        "code-version-changed",
-    )
+    c.compare("code", "git.commit", _git(ma, "commit"), _git(mb, "commit"), "code-version-changed")
+    c.compare("code", "git.dirty", _git(ma, "dirty"), _git(mb, "dirty"), "code-version-changed")
     ca, cb = ma.config, mb.config
     for key in sorted(set(ca) | set(cb)):
         c.compare("config", f"config.{key}", ca.get(key), cb.get(key), _classify_name(key, "config-changed"))
@@ -236,8 +252,8 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
         c.compare(
             "inputs",
             f"inputs.{name}",
-            (ia.get(name) or {}).get("digest"),
-            (ib.get(name) or {}).get("digest"),
+            ia[name]["digest"] if name in ia else None,
+            ib[name]["digest"] if name in ib else None,
             _classify_name(name, "input-changed"),
         )
     da = {str(r.get("id")): r for r in ma.dataset_manifests}
@@ -268,7 +284,7 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
     ]
     first = min(upstream, key=CAUSE_PRIORITY.index) if upstream else "input-changed"
     c.compare("inputs", "input_digest", ma.input_digest, mb.input_digest, first)
-    _diff_items(c, _load_items(dir_a), _load_items(dir_b), inputs_equal)
+    _diff_items(c, read_item_files(dir_a), read_item_files(dir_b), inputs_equal)
 
     causes = sorted(
         {ch["reason"] for ch in c.changes if ch["reason"] in CAUSE_PRIORITY}, key=CAUSE_PRIORITY.index
@@ -305,7 +321,7 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
         )
     reasons = sorted({ch["reason"] for ch in c.changes if ch["reason"]})
 
-    def side(run_dir: Path, m: RunManifest) -> dict[str, Any]:
+    def side(run_dir: Path, m: RunManifest) -> DiffSide:
         return {
             "run_id": m.run_id,
             "kind": m.kind,
@@ -329,6 +345,9 @@ def diff_runs(dir_a: Path, dir_b: Path, include_all: bool = False) -> dict[str, 
 __all__ = [
     "CAUSE_PRIORITY",
     "DIFF_SCHEMA_VERSION",
+    "Change",
+    "DiffSide",
+    "RunDiffReport",
     "PROVIDER_EVENTS_REASON",
     "PROVIDER_IDENTITY_KEYS",
     "diff_runs",

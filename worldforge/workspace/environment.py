@@ -12,9 +12,27 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from worldforge import __version__
+from worldforge.core.errors import WorldForgeError
+
+
+class GitInfo(TypedDict):
+    """The checkout a run's code came from: ``None`` where it could not be told."""
+
+    commit: str | None
+    dirty: bool | None
+
+
+class EnvironmentSummary(TypedDict):
+    """A manifest's ``environment``: what produced the run (informational, never digested)."""
+
+    worldforge_version: str
+    python: str
+    implementation: str
+    platform: str
+    git: GitInfo | None
 
 
 def _git_dir(start: Path) -> Path | None:
@@ -46,7 +64,7 @@ def _read_commit(git_dir: Path) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def git_info(start: str) -> dict[str, Any] | None:
+def git_info(start: str) -> GitInfo | None:
     """``{"commit", "dirty"}`` for the repository containing ``start``, or ``None`` outside one."""
     git_dir = _git_dir(Path(start).resolve())
     if git_dir is None:
@@ -68,7 +86,7 @@ def git_info(start: str) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": dirty}
 
 
-def environment_summary() -> dict[str, Any]:
+def environment_summary() -> EnvironmentSummary:
     """Runtime facts that explain a result difference (never part of the input/result digests)."""
 
     package_root = Path(__file__).resolve().parents[2]
@@ -81,4 +99,35 @@ def environment_summary() -> dict[str, Any]:
     }
 
 
-__all__ = ["environment_summary", "git_info"]
+def read_environment(value: object, source: str) -> EnvironmentSummary:
+    """A manifest's ``environment`` read from ``source``; ``WorldForgeError`` naming the field that
+    is missing or of the wrong type (every manifest ever written has exactly this shape)."""
+    if not isinstance(value, dict):
+        raise WorldForgeError(f"{source}: field 'environment' is missing or not dict.")
+    texts: dict[str, str] = {}
+    for key in ("implementation", "platform", "python", "worldforge_version"):
+        text = value.get(key)
+        if not isinstance(text, str):
+            raise WorldForgeError(f"{source}: field 'environment.{key}' is missing or not str.")
+        texts[key] = text
+    raw_git = value.get("git")
+    git: GitInfo | None = None
+    if raw_git is not None:
+        if not isinstance(raw_git, dict):
+            raise WorldForgeError(f"{source}: field 'environment.git' is neither an object nor null.")
+        commit, dirty = raw_git.get("commit"), raw_git.get("dirty")
+        if commit is not None and not isinstance(commit, str):
+            raise WorldForgeError(f"{source}: field 'environment.git.commit' is neither str nor null.")
+        if dirty is not None and not isinstance(dirty, bool):
+            raise WorldForgeError(f"{source}: field 'environment.git.dirty' is neither bool nor null.")
+        git = {"commit": commit, "dirty": dirty}
+    return {  # keys in the file's (sorted) order
+        "git": git,
+        "implementation": texts["implementation"],
+        "platform": texts["platform"],
+        "python": texts["python"],
+        "worldforge_version": texts["worldforge_version"],
+    }
+
+
+__all__ = ["EnvironmentSummary", "GitInfo", "environment_summary", "git_info", "read_environment"]

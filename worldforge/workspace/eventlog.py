@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from worldforge.core.canonical import canonical_json
+from worldforge.core.canonical import JSONObject, canonical_json
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 
@@ -36,9 +36,24 @@ def event_time() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S") + f".{now.microsecond // 1000:03d}Z"
 
 
+class EventLine(TypedDict):
+    """One line of ``events.jsonl`` as :meth:`EventLog.append` writes it."""
+
+    seq: int
+    time: str
+    type: str
+    payload: JSONObject
+    prev: str | None
+
+
 @dataclass
 class ChainCheck:
-    """Result of reading and checking an event log."""
+    """Result of reading and checking an event log.
+
+    ``events`` are the complete, chain-valid lines as the JSON objects they parse to: their seq and
+    chain are checked, their ``type`` and ``payload`` are whatever the line holds (a reader narrows
+    them, e.g. with :func:`worldforge.core.run_events.parse_event`).
+    """
 
     events: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -125,9 +140,10 @@ class EventLog:
         self._seq = len(existing.events)
         self._prev = existing.head
         self.types = [str(e.get("type")) for e in existing.events]
-        self.last_payloads: dict[str, dict[str, Any]] = {}
+        self.last_payloads: dict[str, JSONObject] = {}
         for event in existing.events:
-            self.last_payloads[str(event.get("type"))] = event.get("payload") or {}
+            payload = event.get("payload")
+            self.last_payloads[str(event.get("type"))] = payload if isinstance(payload, dict) else {}
         self._handle = open(path, "ab")  # noqa: SIM115 - closed in close()
         # Group commit: every line is written and flushed to the OS at once (so it survives kill -9).
         # Lifecycle lines are fsynced before ``append`` returns, which also makes every earlier line
@@ -144,10 +160,10 @@ class EventLog:
     def head(self) -> str | None:
         return self._prev
 
-    def append(self, event_type: str, payload: dict[str, Any], *, wait_sync: bool = True) -> dict[str, Any]:
+    def append(self, event_type: str, payload: JSONObject, *, wait_sync: bool = True) -> EventLine:
         """Append one line (written and flushed); with ``wait_sync`` fsync it and all earlier lines."""
         with self._lock:
-            record = {
+            record: EventLine = {
                 "seq": self._seq + 1,
                 "time": event_time(),
                 "type": event_type,
@@ -184,4 +200,4 @@ class EventLog:
                 self._handle.close()
 
 
-__all__ = ["TERMINAL_EVENTS", "ChainCheck", "EventLog", "event_time", "read_chain"]
+__all__ = ["TERMINAL_EVENTS", "ChainCheck", "EventLine", "EventLog", "event_time", "read_chain"]

@@ -10,11 +10,13 @@ import fcntl
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload, is_digest
 from worldforge.core.errors import WorldForgeError
+from worldforge.workspace.entries import InputEntry
 
 SCHEMA_VERSION = 1
 DIGEST_RECIPE = "wf-jcs-sha256/1"
@@ -72,7 +74,7 @@ def item_filename(item_id: str) -> str:
     return f"items/{slug}.{digest_payload(item_id)[7:19]}.json"
 
 
-def dataset_ref_digest(ref: dict[str, Any]) -> str:
+def dataset_ref_digest(ref: JSONObject) -> str:
     """The digest that identifies a compact dataset-manifest reference."""
     for key in ("sha256", "digest"):
         value = ref.get(key)
@@ -82,7 +84,7 @@ def dataset_ref_digest(ref: dict[str, Any]) -> str:
 
 
 def compute_input_digest(
-    kind: str, config: Any, inputs: list[dict[str, Any]], datasets: list[dict[str, Any]]
+    kind: str, config: JSONObject, inputs: Sequence[InputEntry], datasets: Sequence[JSONObject]
 ) -> str:
     """Digest of everything that determines a run's result (no timestamps, no argv, no host paths)."""
     return digest_payload(
@@ -97,12 +99,15 @@ def compute_input_digest(
     )
 
 
-def items_digest(items: dict[str, dict[str, Any]]) -> str:
-    """Digest over ``[item_id, input_digest, record_digest]`` triples sorted by item id."""
+def items_digest(items: Mapping[str, Mapping[str, object]]) -> str:
+    """Digest over ``[item_id, input_digest, record_digest]`` triples sorted by item id.
+
+    ``items`` maps item ids to their item files' JSON, or anything holding those two digests by
+    the same names (the run writer passes its typed records, ``runs verify`` the files it read)."""
     return digest_payload([[k, items[k]["input_digest"], items[k]["record_digest"]] for k in sorted(items)])
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
+def load_manifest(run_dir: Path) -> JSONObject:
     """Parse ``run_manifest.json`` as plain JSON; a missing or malformed file is a :class:`WorldForgeError`.
 
     Readers use :func:`worldforge.workspace.records.read_run_manifest` (the typed model built on

@@ -13,7 +13,7 @@ import math
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.workspace.ids import run_id_time
@@ -22,6 +22,40 @@ from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import effective_status, runs_dir
 
 PRUNE_SCHEMA_VERSION = 1
+
+
+class PruneCandidate(TypedDict):
+    """One run the plan considered: what it is and what happens to it (``action``: ``keep``,
+    ``delete``, then ``deleted`` once applied) and why."""
+
+    run_id: str
+    kind: str
+    status: str
+    created_at: str | None
+    size_bytes: int
+    action: str
+    reason: str
+
+
+class PrunePolicy(TypedDict):
+    """The retention rules a plan applied."""
+
+    max_age_days: int
+    keep_latest: int
+    kinds: list[str]
+    young_hours: float
+
+
+class PrunePlan(TypedDict):
+    """What :func:`plan_prune` decides and :func:`apply_prune` carries out (``runs prune`` prints it)."""
+
+    schema_version: int
+    policy: PrunePolicy
+    applied: bool
+    candidate_count: int
+    delete_count: int
+    delete_bytes: int
+    candidates: list[PruneCandidate]
 
 
 def _size(path: Path) -> int:
@@ -36,7 +70,7 @@ def plan_prune(
     kinds: tuple[str, ...] = (),
     young_hours: float = 24.0,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> PrunePlan:
     """Decide, for every directory under ``DIR/runs``, whether it would be deleted and why."""
     for name, value in (("max_age_days", max_age_days), ("keep_latest", keep_latest)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -54,7 +88,7 @@ def plan_prune(
     moment = now or datetime.now(UTC)
     root = runs_dir(workspace_dir)
     wanted = {k.lower() for k in kinds}
-    candidates: list[dict[str, Any]] = []
+    candidates: list[PruneCandidate] = []
     kept_latest = 0
     for run_dir in (
         sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True)
@@ -115,7 +149,7 @@ def plan_prune(
     }
 
 
-def apply_prune(workspace_dir: str | Path, plan: dict[str, Any]) -> dict[str, Any]:
+def apply_prune(workspace_dir: str | Path, plan: PrunePlan) -> PrunePlan:
     """Delete the plan's ``delete`` candidates, re-checking containment and locks just before."""
     if plan.get("applied"):
         raise WorldForgeError("prune plan was already applied; plan again.")
@@ -125,15 +159,15 @@ def apply_prune(workspace_dir: str | Path, plan: dict[str, Any]) -> dict[str, An
             continue
         target = runs_dir(workspace_dir) / candidate["run_id"]
         if target.is_symlink() or target.resolve().parent != root:
-            candidate.update(action="keep", reason="refused: outside DIR/runs")
+            candidate["action"], candidate["reason"] = "keep", "refused: outside DIR/runs"
             continue
         if not target.is_dir():
-            candidate.update(action="keep", reason="already gone")
+            candidate["action"], candidate["reason"] = "keep", "already gone"
             continue
         try:
             lock = RunLock(target)
         except WorldForgeError:
-            candidate.update(action="keep", reason="skip-running (locked at apply time)")
+            candidate["action"], candidate["reason"] = "keep", "skip-running (locked at apply time)"
             continue
         try:
             shutil.rmtree(target)
@@ -147,4 +181,4 @@ def apply_prune(workspace_dir: str | Path, plan: dict[str, Any]) -> dict[str, An
     return plan
 
 
-__all__ = ["PRUNE_SCHEMA_VERSION", "apply_prune", "plan_prune"]
+__all__ = ["PRUNE_SCHEMA_VERSION", "PruneCandidate", "PrunePlan", "PrunePolicy", "apply_prune", "plan_prune"]

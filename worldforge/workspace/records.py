@@ -12,13 +12,17 @@ bundles) goes through :func:`read_run_manifest`, so a field has one spelling in 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import RunStatus
+from worldforge.workspace.entries import InputEntry, read_input_entries
+from worldforge.workspace.environment import EnvironmentSummary, read_environment
 from worldforge.workspace.layout import DIGEST_RECIPE, MANIFEST_NAME, SCHEMA_VERSION, load_manifest
 
 #: The oldest manifest ``schema_version`` this code reads (the first one written).
@@ -47,11 +51,85 @@ def _status(value: object, source: str) -> RunStatus:
     raise WorldForgeError(f"{source}: field 'status' is {value!r}, not one of {known}.")
 
 
-def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _text(data: Mapping[str, object], key: str, where: str) -> str:
     value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
-        raise WorldForgeError(f"{where}: field {key!r} is missing or not {getattr(kind, '__name__', kind)}.")
+    if not isinstance(value, str):
+        raise WorldForgeError(f"{where}: field {key!r} is missing or not str.")
     return value
+
+
+def _optional_text(data: Mapping[str, object], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise WorldForgeError(f"{where}: field {key!r} is neither str nor null.")
+    return value
+
+
+def _optional_count(data: Mapping[str, object], key: str, where: str) -> int | None:
+    value = data.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise WorldForgeError(f"{where}: field {key!r} is neither int nor null.")
+    return value
+
+
+def _object(data: Mapping[str, object], key: str, where: str) -> JSONObject:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise WorldForgeError(f"{where}: field {key!r} is missing or not dict.")
+    return dict(value)
+
+
+def _objects(data: Mapping[str, object], key: str, where: str) -> list[JSONObject]:
+    """An optional list of JSON objects (``null`` or absent: empty), each checked to be an object."""
+    value = data.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+        raise WorldForgeError(f"{where}: field {key!r} is not a list of objects.")
+    return list(value)
+
+
+class ItemsRecord(TypedDict):
+    """A manifest's ``items``: see :class:`ItemsSummary`."""
+
+    count: int
+    digest: str
+
+
+class ErrorRecord(TypedDict):
+    """A manifest's ``error``: see :class:`RunError`."""
+
+    type: str
+    message: str
+
+
+class RunManifestRecord(TypedDict):
+    """``run_manifest.json`` as JSON: what :meth:`RunManifest.to_dict` writes (optional fields are
+    left out until set)."""
+
+    schema_version: int
+    digest_recipe: str
+    run_id: str
+    kind: str
+    status: str
+    argv: list[str]
+    command: str
+    created_at: str
+    worldforge_version: str
+    environment: EnvironmentSummary
+    config: JSONObject
+    config_digest: str
+    inputs: list[InputEntry]
+    dataset_manifests: list[JSONObject]
+    result_digest: str | None
+    claim_boundary: str | None
+    resume_count: int
+    input_digest: NotRequired[str]
+    artifacts: NotRequired[list[JSONObject]]
+    items: NotRequired[ItemsRecord]
+    event_count: NotRequired[int]
+    event_chain_head: NotRequired[str]
+    updated_at: NotRequired[str]
+    finished_at: NotRequired[str]
+    error: NotRequired[ErrorRecord]
 
 
 @dataclass
@@ -61,7 +139,7 @@ class ItemsSummary:
     count: int
     digest: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ItemsRecord:
         return {"count": self.count, "digest": self.digest}
 
 
@@ -72,7 +150,7 @@ class RunError:
     type: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErrorRecord:
         return {"type": self.type, "message": self.message}
 
 
@@ -96,17 +174,19 @@ class RunManifest:
     created_at: str
     worldforge_version: str
     #: Python, platform, package version and the checkout's commit (informational, not digested).
-    environment: dict[str, Any]
+    environment: EnvironmentSummary
     #: The command's options as recorded (sanitized), and their canonical digest.
-    config: dict[str, Any]
+    config: JSONObject
     config_digest: str
     #: Named inputs (files by raw-bytes digest, values by canonical digest), sorted by name.
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    #: Compact references to the dataset manifests the run cites.
-    dataset_manifests: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[InputEntry] = field(default_factory=list)
+    #: Compact references to the dataset manifests the run cites (open: a caller may cite any
+    #: object with an ``id``; see :func:`worldforge.datasets.manifest_reference`).
+    dataset_manifests: list[JSONObject] = field(default_factory=list)
     #: Digest of kind, config, inputs and datasets: what must match for two runs to be comparable.
     input_digest: str | None = None
-    #: Every file the run wrote: path, sha256, size, media type.
+    #: Every file the run wrote: path, sha256, size, media type (``runs verify`` reads them as the
+    #: plain objects the event log's ``artifact.written`` payloads are too).
     artifacts: list[dict[str, Any]] | None = None
     items: ItemsSummary | None = None
     #: Length and head of the hash-chained ``events.jsonl``.
@@ -122,9 +202,9 @@ class RunManifest:
     schema_version: int = SCHEMA_VERSION
     digest_recipe: str = DIGEST_RECIPE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RunManifestRecord:
         """The JSON object written to ``run_manifest.json``."""
-        out: dict[str, Any] = {
+        out: RunManifestRecord = {
             "schema_version": self.schema_version,
             "digest_recipe": self.digest_recipe,
             "run_id": self.run_id,
@@ -143,21 +223,27 @@ class RunManifest:
             "claim_boundary": self.claim_boundary,
             "resume_count": self.resume_count,
         }
-        optional: dict[str, Any] = {
-            "input_digest": self.input_digest,
-            "artifacts": None if self.artifacts is None else list(self.artifacts),
-            "items": None if self.items is None else self.items.to_dict(),
-            "event_count": self.event_count,
-            "event_chain_head": self.event_chain_head,
-            "updated_at": self.updated_at,
-            "finished_at": self.finished_at,
-            "error": None if self.error is None else self.error.to_dict(),
-        }
-        out.update({k: v for k, v in optional.items() if v is not None})
+        # Optional fields appear once set, in this order (as the writer always added them).
+        if self.input_digest is not None:
+            out["input_digest"] = self.input_digest
+        if self.artifacts is not None:
+            out["artifacts"] = list(self.artifacts)
+        if self.items is not None:
+            out["items"] = self.items.to_dict()
+        if self.event_count is not None:
+            out["event_count"] = self.event_count
+        if self.event_chain_head is not None:
+            out["event_chain_head"] = self.event_chain_head
+        if self.updated_at is not None:
+            out["updated_at"] = self.updated_at
+        if self.finished_at is not None:
+            out["finished_at"] = self.finished_at
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "run_manifest.json") -> RunManifest:
+    def from_dict(cls, data: object, source: str = "run_manifest.json") -> RunManifest:
         """Read a manifest; ``WorldForgeError`` naming the field when it is not one this code knows."""
         if not isinstance(data, Mapping):
             raise WorldForgeError(f"{source}: expected a JSON object.")
@@ -167,33 +253,37 @@ class RunManifest:
             raise WorldForgeError(f"{source}: {problem}.")
         items = data.get("items")
         error = data.get("error")
+        argv = data.get("argv")
+        if not isinstance(argv, list):
+            raise WorldForgeError(f"{source}: field 'argv' is missing or not list.")
+        artifacts = data.get("artifacts")
         return cls(
             schema_version=version,
-            digest_recipe=_require(data, "digest_recipe", str, source),
-            run_id=_require(data, "run_id", str, source),
-            kind=_require(data, "kind", str, source),
+            digest_recipe=_text(data, "digest_recipe", source),
+            run_id=_text(data, "run_id", source),
+            kind=_text(data, "kind", source),
             status=_status(data.get("status"), source),
-            argv=[str(a) for a in _require(data, "argv", list, source)],
-            command=_require(data, "command", str, source),
-            created_at=_require(data, "created_at", str, source),
-            worldforge_version=_require(data, "worldforge_version", str, source),
-            environment=dict(_require(data, "environment", dict, source)),
-            config=dict(_require(data, "config", dict, source)),
-            config_digest=_require(data, "config_digest", str, source),
-            inputs=list(data.get("inputs") or []),
-            dataset_manifests=list(data.get("dataset_manifests") or []),
-            input_digest=data.get("input_digest"),
-            artifacts=None if data.get("artifacts") is None else list(data["artifacts"]),
+            argv=[str(a) for a in argv],
+            command=_text(data, "command", source),
+            created_at=_text(data, "created_at", source),
+            worldforge_version=_text(data, "worldforge_version", source),
+            environment=read_environment(data.get("environment"), source),
+            config=_object(data, "config", source),
+            config_digest=_text(data, "config_digest", source),
+            inputs=read_input_entries(data.get("inputs"), source),
+            dataset_manifests=_objects(data, "dataset_manifests", source),
+            input_digest=_optional_text(data, "input_digest", source),
+            artifacts=None if artifacts is None else _objects(data, "artifacts", source),
             items=None
             if not isinstance(items, Mapping)
             else ItemsSummary(count=int(items["count"]), digest=str(items["digest"])),
-            event_count=data.get("event_count"),
-            event_chain_head=data.get("event_chain_head"),
-            result_digest=data.get("result_digest"),
-            claim_boundary=data.get("claim_boundary"),
+            event_count=_optional_count(data, "event_count", source),
+            event_chain_head=_optional_text(data, "event_chain_head", source),
+            result_digest=_optional_text(data, "result_digest", source),
+            claim_boundary=_optional_text(data, "claim_boundary", source),
             resume_count=int(data.get("resume_count") or 0),
-            updated_at=data.get("updated_at"),
-            finished_at=data.get("finished_at"),
+            updated_at=_optional_text(data, "updated_at", source),
+            finished_at=_optional_text(data, "finished_at", source),
             error=None
             if not isinstance(error, Mapping)
             else RunError(type=str(error.get("type")), message=str(error.get("message"))),
@@ -204,6 +294,15 @@ def read_run_manifest(run_dir: Path) -> RunManifest:
     """The typed manifest of ``run_dir``; ``WorldForgeError`` naming the run and the field when the
     file is missing, not JSON, of a schema this code does not read, or lacks a field."""
     return RunManifest.from_dict(load_manifest(run_dir), source=f"{run_dir.name}/{MANIFEST_NAME}")
+
+
+class ItemFileRecord(TypedDict):
+    """An item file as JSON: what :meth:`ItemFile.to_dict` writes."""
+
+    item_id: str
+    input_digest: str
+    record: JSON
+    record_digest: str
 
 
 @dataclass(frozen=True)
@@ -217,10 +316,10 @@ class ItemFile:
 
     item_id: str
     input_digest: str
-    record: Any
+    record: JSON
     record_digest: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ItemFileRecord:
         return {
             "item_id": self.item_id,
             "input_digest": self.input_digest,
@@ -229,25 +328,59 @@ class ItemFile:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "item file") -> ItemFile:
+    def from_dict(cls, data: object, source: str = "item file") -> ItemFile:
         if not isinstance(data, Mapping):
             raise WorldForgeError(f"{source}: expected a JSON object.")
         if "record" not in data:
             raise WorldForgeError(f"{source}: field 'record' is missing.")
         return cls(
-            item_id=_require(data, "item_id", str, source),
-            input_digest=_require(data, "input_digest", str, source),
+            item_id=_text(data, "item_id", source),
+            input_digest=_text(data, "input_digest", source),
             record=data["record"],
-            record_digest=_require(data, "record_digest", str, source),
+            record_digest=_text(data, "record_digest", source),
         )
+
+
+def read_item_file(path: Path) -> ItemFile:
+    """One ``items/*.json`` file; ``WorldForgeError`` naming the file when it cannot be read, is not
+    JSON, or is not an item file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise WorldForgeError(f"{path.name}: unreadable ({type(exc).__name__}).") from None
+    return ItemFile.from_dict(data, source=path.name)
+
+
+def iter_item_files(run_dir: Path) -> Iterator[ItemFile]:
+    """The item files of a run in file-name order, skipping any that :func:`read_item_file`
+    refuses: readers that compare or replay a run take what is intact, and ``runs verify`` names the
+    rest."""
+    folder = run_dir / "items"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            yield read_item_file(path)
+        except WorldForgeError:
+            continue
+
+
+def read_item_files(run_dir: Path) -> dict[str, ItemFile]:
+    """:func:`iter_item_files` by item id (a later file wins for an id listed twice)."""
+    return {item.item_id: item for item in iter_item_files(run_dir)}
 
 
 __all__ = [
     "MIN_SCHEMA_VERSION",
+    "ErrorRecord",
     "ItemFile",
+    "ItemFileRecord",
+    "ItemsRecord",
     "ItemsSummary",
     "RunError",
     "RunManifest",
+    "RunManifestRecord",
+    "iter_item_files",
+    "read_item_file",
+    "read_item_files",
     "read_run_manifest",
     "schema_version_problem",
 ]

@@ -21,9 +21,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_native
+from worldforge.core.canonical import JSONObject, ensure_json_native, pretty_json, to_json_native
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_text
 from worldforge.core.redact import sanitize_value
@@ -32,19 +32,27 @@ from worldforge.workspace.layout import REQUEST_LOCAL_PATH, REQUEST_NAME
 REQUEST_SCHEMA_VERSION = 1
 
 
+class RequestRecord(TypedDict):
+    """``request.json`` (both copies): what :meth:`RecordedRequest.to_dict` writes."""
+
+    schema_version: int
+    kind: str
+    request: JSONObject
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """A run's request: the run kind that names its service, and the service's request as JSON."""
 
     kind: str
-    request: dict[str, Any] = field(default_factory=dict)
+    request: JSONObject = field(default_factory=dict)
     schema_version: int = REQUEST_SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RequestRecord:
         return {"schema_version": self.schema_version, "kind": self.kind, "request": dict(self.request)}
 
     @classmethod
-    def from_dict(cls, data: Any, *, source: str = REQUEST_NAME) -> RecordedRequest:
+    def from_dict(cls, data: object, *, source: str = REQUEST_NAME) -> RecordedRequest:
         """The record in ``data``; a ``WorldForgeError`` naming ``source`` for any other shape, and for
         a schema version newer than this code reads (an older reader must not guess)."""
         if not isinstance(data, Mapping):
@@ -59,7 +67,7 @@ class RecordedRequest:
             )
         if not isinstance(kind, str) or not kind:
             raise WorldForgeError(f"{source}: kind must be a non-empty string.")
-        if not isinstance(request, Mapping):
+        if not isinstance(request, dict):
             raise WorldForgeError(f"{source}: request must be an object.")
         return cls(kind=kind, request=dict(request), schema_version=version)
 
@@ -90,4 +98,4 @@ def read_request(run_dir: Path) -> RecordedRequest | None:
     return RecordedRequest.from_dict(data, source=f"{run_dir.name}/{REQUEST_LOCAL_PATH}")
 
 
-__all__ = ["REQUEST_SCHEMA_VERSION", "RecordedRequest", "read_request", "write_request"]
+__all__ = ["REQUEST_SCHEMA_VERSION", "RecordedRequest", "RequestRecord", "read_request", "write_request"]

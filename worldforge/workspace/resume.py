@@ -20,8 +20,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import RunStatus
 from worldforge.workspace.layout import read_invocation
@@ -40,7 +40,7 @@ class ResumePlan:
     workspace: Path
     run_dir: Path
     kind: str
-    request: dict[str, Any] = field(default_factory=dict)
+    request: JSONObject = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
 
     @property

@@ -24,12 +24,19 @@ import os
 import shlex
 import signal
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
-from worldforge.core.canonical import ensure_json_native, pretty_json, to_json_native
+from worldforge.core.canonical import (
+    JSON,
+    JSONObject,
+    ensure_json_native,
+    json_object,
+    pretty_json,
+    to_json_native,
+)
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload, require_digest
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes, atomic_write_json
@@ -47,6 +54,7 @@ from worldforge.core.run_events import (
     parse_event,
 )
 from worldforge.core.timeutil import utc_now_iso
+from worldforge.workspace.entries import InputEntry
 from worldforge.workspace.environment import environment_summary
 from worldforge.workspace.eventlog import EventLog, read_chain
 from worldforge.workspace.ids import create_run_dir, require_run_id, run_id_time
@@ -68,6 +76,7 @@ from worldforge.workspace.records import (
     ItemsSummary,
     RunError,
     RunManifest,
+    RunManifestRecord,
     read_run_manifest,
 )
 from worldforge.workspace.requests import RecordedRequest, read_request, write_request
@@ -77,12 +86,14 @@ class RunInterrupted(KeyboardInterrupt):
     """Raised in the main thread when the process receives SIGTERM during a run."""
 
 
-def _sanitize(value: Any) -> Any:
-    return sanitize_value(value)
-
-
 def _sanitize_argv(argv: list[str]) -> list[str]:
     return sanitize_argv(argv)
+
+
+class SerializedEvent(Protocol):
+    """What a provider event sink receives: an event that serializes to its JSON payload."""
+
+    def to_dict(self) -> Mapping[str, object]: ...
 
 
 class Run:
@@ -96,12 +107,10 @@ class Run:
         self._manifest = manifest
         self._lock = lock
         self._mutex = threading.RLock()
-        self._inputs: dict[str, dict[str, Any]] = {e["name"]: e for e in manifest.inputs}
-        self._datasets: dict[str, dict[str, Any]] = {
-            dataset_ref_digest(r): r for r in manifest.dataset_manifests
-        }
+        self._inputs: dict[str, InputEntry] = {e["name"]: e for e in manifest.inputs}
+        self._datasets: dict[str, JSONObject] = {dataset_ref_digest(r): r for r in manifest.dataset_manifests}
         self._artifacts: dict[str, dict[str, Any]] = {a["path"]: a for a in manifest.artifacts or []}
-        self._items: dict[str, dict[str, Any]] = {}
+        self._items: dict[str, ItemFile] = {}
         self._recorded_inputs: dict[str, str] | None = None
         self._recorded_datasets: set[str] | None = None
         self.finished = False
@@ -109,7 +118,7 @@ class Run:
 
     # ------------------------------------------------------------------ manifest
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> RunManifestRecord:
         """The manifest as written to ``run_manifest.json`` (a copy)."""
         return self._manifest.to_dict()
 
@@ -135,14 +144,17 @@ class Run:
             m.dataset_manifests = [self._datasets[k] for k in sorted(self._datasets)]
             m.input_digest = self.input_digest
             m.artifacts = [self._artifacts[k] for k in sorted(self._artifacts)]
-            m.items = ItemsSummary(count=len(self._items), digest=items_digest(self._items))
+            m.items = ItemsSummary(count=len(self._items), digest=self._items_digest())
             m.event_count = self.log.count
             m.event_chain_head = self.log.head
             m.updated_at = utc_now_iso()
             atomic_write_json(self.dir / MANIFEST_NAME, m.to_dict())
 
+    def _items_digest(self) -> str:
+        return items_digest({item_id: item.to_dict() for item_id, item in self._items.items()})
+
     # ------------------------------------------------------------------ inputs
-    def _set_input(self, entry: dict[str, Any]) -> None:
+    def _set_input(self, entry: InputEntry) -> None:
         name = entry["name"]
         with self._mutex:
             if self._recorded_inputs is not None:
@@ -180,7 +192,7 @@ class Run:
         if not file_path.is_file():
             raise WorldForgeError(f"{path}: input file {name!r} not found.")
         digest = digest_file(file_path)
-        entry = {
+        entry: InputEntry = {
             "name": name,
             "kind": "file",
             "digest": digest,
@@ -190,17 +202,19 @@ class Run:
         self._set_input(entry)
         return digest
 
-    def add_input_value(self, name: str, value: Any) -> str:
-        """Record a structured input by the digest of its canonical JSON; small values are kept for diffs."""
+    def add_input_value(self, name: str, value: object) -> str:
+        """Record a structured input by the digest of its canonical JSON; small values are kept for diffs.
+
+        ``value`` may be any JSON-native value (anything else is a ``WorldForgeError`` naming it)."""
         ensure_json_native(value, f"input {name}")
         digest = digest_payload(value)
-        entry: dict[str, Any] = {"name": name, "kind": "value", "digest": digest}
+        entry: InputEntry = {"name": name, "kind": "value", "digest": digest}
         if len(pretty_json(value)) <= 4096:
-            entry["value"] = _sanitize(value)
+            entry["value"] = sanitize_value(value)
         self._set_input(entry)
         return digest
 
-    def add_dataset_refs(self, refs: list[dict[str, Any]]) -> None:
+    def add_dataset_refs(self, refs: Sequence[JSONObject]) -> None:
         """Record compact dataset-manifest references (see :func:`worldforge.datasets.manifest_reference`)."""
         with self._mutex:
             for ref in refs:
@@ -213,20 +227,20 @@ class Run:
                         f"resume {self.run_id}: dataset manifest {ref['id']!r} changed since the run started "
                         f"(now {digest}); start a new run instead."
                     )
-                self._datasets[digest] = _sanitize(ref)
+                self._datasets[digest] = sanitize_value(ref)
             self._write_manifest()
 
     # ------------------------------------------------------------------ events
     def emit(
-        self, event_type: str, payload: dict[str, Any] | None = None, *, wait_sync: bool = False
+        self, event_type: str, payload: Mapping[str, object] | None = None, *, wait_sync: bool = False
     ) -> None:
-        """Append an event of any non-reserved type to ``events.jsonl``."""
+        """Append an event of any non-reserved type to ``events.jsonl``; ``payload`` must convert to
+        a JSON object (tuples and mappings become lists and objects)."""
         if not isinstance(event_type, str) or not event_type.strip():
             raise WorldForgeError("event type: must be a non-empty string.")
         if event_type in RESERVED_EVENTS:
             raise WorldForgeError(f"event type {event_type!r} is written by the run itself.")
-        body = to_json_native(payload or {})
-        ensure_json_native(body, f"event {event_type}")
+        body = json_object(to_json_native(payload or {}), f"event {event_type}")
         self.log.append(event_type, body, wait_sync=wait_sync)
 
     def emit_event(self, event: FrameworkEvent, *, wait_sync: bool = False) -> None:
@@ -237,36 +251,38 @@ class Run:
         """Append an event the run writes itself (lifecycle, items, artifacts: reserved or not)."""
         self.log.append(event.TYPE, event.to_dict(), wait_sync=wait_sync)
 
-    def event_sink(self, event: Any) -> None:
-        """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])``.
+    def event_sink(self, event: SerializedEvent | Mapping[str, object]) -> None:
+        """A provider event sink: ``WorldForge(event_sinks=[run.event_sink])`` (an event, or its
+        payload as a mapping).
 
         The line is written and flushed before the call returns (it survives ``kill -9``); its fsync
         is group-committed with the next lifecycle event, so provider latency excludes disk flushes.
         """
-        payload = event.to_dict() if hasattr(event, "to_dict") else dict(event)
+        payload = dict(event) if isinstance(event, Mapping) else event.to_dict()
         self.emit("provider.event", payload, wait_sync=False)
 
     # ------------------------------------------------------------------ items
-    def completed_items(self) -> dict[str, Any]:
+    def completed_items(self) -> dict[str, JSON]:
         """``{item_id: record}`` of items already finished (non-empty only when resuming)."""
         with self._mutex:
-            return {k: v["record"] for k, v in self._items.items()}
+            return {k: v.record for k, v in self._items.items()}
 
     def completed_item_digests(self) -> dict[str, str]:
         """``{item_id: input_digest}`` of finished items, to reuse only items whose inputs still match."""
         with self._mutex:
-            return {k: v["input_digest"] for k, v in self._items.items()}
+            return {k: v.input_digest for k, v in self._items.items()}
 
-    def record_item(self, item_id: str, input_digest: str, record: Any) -> str:
+    def record_item(self, item_id: str, input_digest: str, record: object) -> str:
         """Write ``items/<item>.json`` then log ``item.completed``; returns the record digest."""
         if not isinstance(item_id, str) or not item_id:
             raise WorldForgeError("item id: must be a non-empty string.")
         require_digest(input_digest, f"item {item_id} input_digest")
-        record = to_json_native(record)
-        ensure_json_native(record, f"item {item_id}")
-        record_digest = digest_payload(record)
+        native: JSON = to_json_native(record)
+        ensure_json_native(native, f"item {item_id}")
+        record_digest = digest_payload(native)
         relpath = item_filename(item_id)
-        body = pretty_json(ItemFile(item_id, input_digest, record, record_digest).to_dict()).encode("utf-8")
+        item = ItemFile(item_id, input_digest, native, record_digest)
+        body = pretty_json(item.to_dict()).encode("utf-8")
         with self._mutex:
             atomic_write_bytes(self.dir / relpath, body)
             sha256 = digest_bytes(body)
@@ -276,11 +292,7 @@ class Run:
                 "size": len(body),
                 "media_type": "application/json",
             }
-            self._items[item_id] = {
-                "input_digest": input_digest,
-                "record_digest": record_digest,
-                "record": record,
-            }
+            self._items[item_id] = item
             completed = ItemCompleted(
                 item_id=item_id,
                 input_digest=input_digest,
@@ -306,7 +318,7 @@ class Run:
         return target
 
     # ------------------------------------------------------------------ terminal states
-    def complete(self, result_payload: Any, claim_boundary: str | None = None) -> str:
+    def complete(self, result_payload: object, claim_boundary: str | None = None) -> str:
         """Finish the run: write ``results/result.json``, set ``result_digest`` and status ``completed``."""
         payload = to_json_native(result_payload)
         ensure_json_native(payload, "result_payload")
@@ -326,7 +338,7 @@ class Run:
                     input_digest=self.input_digest,
                     result_digest=result_digest,
                     item_count=len(self._items),
-                    items_digest=items_digest(self._items),
+                    items_digest=self._items_digest(),
                 )
             )
             self.finished = True
@@ -353,7 +365,7 @@ class Run:
 
 
 def _new_run(
-    workspace: Path, kind: str, argv: list[str], config: dict[str, Any], request: RecordedRequest | None
+    workspace: Path, kind: str, argv: list[str], config: JSONObject, request: RecordedRequest | None
 ) -> Run:
     run_id, run_dir = create_run_dir(workspace / "runs")
     lock = RunLock(run_dir)
@@ -394,7 +406,7 @@ def _resume_run(
     workspace: Path,
     kind: str,
     argv: list[str],
-    config: dict[str, Any],
+    config: JSONObject,
     run_id: str,
     request: RecordedRequest | None,
 ) -> Run:
@@ -460,11 +472,7 @@ def _rebuild_from_events(run: Run) -> None:
                 item = ItemFile.from_dict(json.loads(path.read_text(encoding="utf-8")))
                 if digest_payload(item.record) != item.record_digest:
                     continue
-                run._items[event.item_id] = {
-                    "input_digest": item.input_digest,
-                    "record_digest": item.record_digest,
-                    "record": item.record,
-                }
+                run._items[event.item_id] = item
                 run._artifacts[event.path] = {
                     "path": event.path,
                     "sha256": event.sha256,
@@ -496,9 +504,9 @@ def start_run(
     workspace_dir: str | Path,
     kind: str,
     argv: list[str],
-    config: dict[str, Any],
+    config: Mapping[str, object],
     resume_run_id: str | None = None,
-    request: Mapping[str, Any] | None = None,
+    request: Mapping[str, object] | None = None,
 ) -> Iterator[Run]:
     """Create (or resume) a run under ``workspace_dir/runs/`` and finalise it when the block exits.
 
@@ -510,18 +518,17 @@ def start_run(
     """
     if not isinstance(kind, str) or not kind.strip():
         raise WorldForgeError("run kind: must be a non-empty string.")
-    config = to_json_native(dict(config or {}))
-    ensure_json_native(config, "run config")
-    config = _sanitize(config)
+    native_config = json_object(to_json_native(dict(config or {})), "run config")
+    clean_config: JSONObject = sanitize_value(native_config)  # the same object, secrets redacted
     workspace = Path(workspace_dir)
     recorded: RecordedRequest | None = None
     if request is not None:  # checked before a run exists: a bad request leaves nothing behind
-        recorded = RecordedRequest(kind=kind, request=to_json_native(dict(request)))
-        ensure_json_native(recorded.request, "run request")
+        exact = json_object(to_json_native(dict(request)), "run request")
+        recorded = RecordedRequest(kind=kind, request=exact)
     if resume_run_id:
-        run = _resume_run(workspace, kind, list(argv), config, resume_run_id, recorded)
+        run = _resume_run(workspace, kind, list(argv), clean_config, resume_run_id, recorded)
     else:
-        run = _new_run(workspace, kind, list(argv), config, recorded)
+        run = _new_run(workspace, kind, list(argv), clean_config, recorded)
     try:
         with _sigterm_as_interrupt():
             try:
@@ -546,9 +553,9 @@ def optional_run(
     workspace_dir: str | Path | None,
     kind: str,
     argv: list[str],
-    config: dict[str, Any],
+    config: Mapping[str, object],
     resume_run_id: str | None = None,
-    request: Mapping[str, Any] | None = None,
+    request: Mapping[str, object] | None = None,
 ) -> Iterator[Run | None]:
     """:func:`start_run` when a workspace is given, else ``None`` (commands without ``--workspace``).
 
@@ -568,6 +575,7 @@ def optional_run(
 __all__ = [
     "Run",
     "RunInterrupted",
+    "SerializedEvent",
     "optional_run",
     "start_run",
 ]

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import RunStatus
 from worldforge.workspace.ids import is_run_id
 from worldforge.workspace.layout import EVENTS_NAME, MANIFEST_NAME, RunLock
 from worldforge.workspace.records import RunManifest, read_run_manifest
+
+
+class RunSummary(TypedDict):
+    """One ``runs list`` row (``runs list --format json`` prints a list of them)."""
+
+    run_id: str
+    kind: str
+    status: str
+    created_at: str
+    command: str
+    input_digest: str | None
+    result_digest: str | None
+    item_count: int
+    artifact_count: int
+    event_count: int | None
+    path: str
 
 
 def runs_dir(workspace_dir: str | Path) -> Path:
@@ -37,7 +53,7 @@ def progress_counts(run_dir: Path) -> tuple[int, int]:
     return items, events
 
 
-def run_summary(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
+def run_summary(run_dir: Path, manifest: RunManifest) -> RunSummary:
     """One ``runs list`` row: identity, effective status, digests and counts (from the files on disk
     while the run is unfinished, see :func:`progress_counts`)."""
     status = effective_status(run_dir, manifest)
@@ -60,10 +76,10 @@ def run_summary(run_dir: Path, manifest: RunManifest) -> dict[str, Any]:
     }
 
 
-def list_runs(workspace_dir: str | Path, kind: str | None = None) -> list[dict[str, Any]]:
+def list_runs(workspace_dir: str | Path, kind: str | None = None) -> list[RunSummary]:
     """Summaries of every readable run, newest first (unreadable directories are skipped)."""
     root = runs_dir(workspace_dir)
-    rows: list[dict[str, Any]] = []
+    rows: list[RunSummary] = []
     if not root.is_dir():
         return rows
     for run_dir in sorted(root.iterdir(), key=lambda p: p.name, reverse=True):
@@ -106,6 +122,7 @@ def resolve_run_dir(workspace_dir: str | Path, ref: str) -> Path:
 
 
 __all__ = [
+    "RunSummary",
     "effective_status",
     "list_runs",
     "progress_counts",

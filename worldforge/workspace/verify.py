@@ -11,8 +11,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.run_events import RunStatus
@@ -41,6 +42,28 @@ class Problem:
         return {"code": self.code, "path": self.path, "message": self.message}
 
 
+class BundledRun(TypedDict):
+    """One run's line in a bundle's verification: its verdict and the files the bundle redacted."""
+
+    run_id: str
+    status: str | None
+    ok: bool
+    redacted_files: list[str]
+
+
+class VerifyReportRecord(TypedDict):
+    """``runs verify --format json``: what was checked and every problem found."""
+
+    target: str
+    kind: str
+    run_id: str | None
+    status: str | None
+    ok: bool
+    checked: dict[str, int]
+    problems: list[dict[str, str]]
+    runs: list[BundledRun]
+
+
 @dataclass
 class VerifyReport:
     target: str
@@ -49,7 +72,7 @@ class VerifyReport:
     status: str | None = None
     problems: list[Problem] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[BundledRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -58,7 +81,7 @@ class VerifyReport:
     def add(self, code: str, path: str, message: str) -> None:
         self.problems.append(Problem(code, path, message))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VerifyReportRecord:
         return {
             "target": self.target,
             "kind": self.kind,
@@ -80,7 +103,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _check_file(report: VerifyReport, base: Path, entry: dict[str, Any], prefix: str = "") -> bytes | None:
+def _check_file(report: VerifyReport, base: Path, entry: JSONObject, prefix: str = "") -> bytes | None:
     """Check one indexed file against its entry; its bytes (for the readers after it) or ``None``."""
     rel = str(entry.get("path"))
     data = _read(base / rel)
@@ -152,7 +175,7 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
     status = manifest.status
 
     # Event chain ------------------------------------------------------------------
-    events: list[dict[str, Any]] = []
+    events: list[JSONObject] = []
     if EVENTS_NAME in skip_paths:
         report.checked["events"] = 0
     else:
@@ -196,12 +219,12 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
     report.status = status.value
 
     # Artifacts --------------------------------------------------------------------
-    index: dict[str, dict[str, Any]] = {}
+    index: dict[str, JSONObject] = {}
     for event in events:
-        payload: Any = event.get("payload")
+        payload: JSON = event.get("payload")
         if event.get("type") in ("artifact.written", "item.completed"):
             path = payload.get("path") if isinstance(payload, dict) else None
-            if not isinstance(path, str) or not path:
+            if not isinstance(payload, dict) or not isinstance(path, str) or not path:
                 report.add(
                     "event-malformed",
                     prefix + EVENTS_NAME,
@@ -245,7 +268,7 @@ def _verify_run(report: VerifyReport, run_dir: Path, prefix: str, skip_paths: fr
         report.add(
             "input-digest-mismatch", prefix + MANIFEST_NAME, "input_digest does not match the recorded inputs"
         )
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, JSONObject] = {}
     for rel in index:
         if rel not in contents:  # not an item record, skipped, or missing (reported above)
             continue

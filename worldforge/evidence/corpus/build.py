@@ -39,9 +39,17 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from worldforge.evidence.corpus.goeval import Generated, GoFunction, Scope, Unknown, Validated, as_str
+from worldforge.evidence.corpus.goeval import (
+    Generated,
+    GoFunction,
+    GoValue,
+    Scope,
+    Unknown,
+    Validated,
+    as_str,
+)
 from worldforge.evidence.corpus.gofile import GoFile, evaluate_variable, parse_go_file, rule_id, run_function
 from worldforge.evidence.corpus.goregex import RuleRegex, load_rule_regexes, locate_secret
 from worldforge.evidence.corpus.source import (
@@ -56,10 +64,51 @@ from worldforge.evidence.corpus.source import (
 )
 
 
+class TruePositive(TypedDict):
+    """A secret sample: the text and the secret span gitleaks reports in it, by rule family."""
+
+    family: str
+    provider: str
+    rule: str
+    secret: str
+    text: str
+
+
+class FalsePositive(TypedDict):
+    """A look-alike a rule must not flag; ``kind`` is ``pattern`` (some rule's regex matches it,
+    only allowlists or thresholds exclude it) or ``benign`` (no gitleaks pattern matches it)."""
+
+    family: str
+    provider: str
+    rule: str
+    text: str
+    kind: str
+
+
+class CorpusSource(TypedDict):
+    """Where the samples come from: the gitleaks commit and files, under its licence."""
+
+    repository: str
+    commit: str
+    licence: str
+    paths: list[str]
+    generated_by: str
+
+
+class CorpusDocument(TypedDict):
+    """The sample fixture (``tests/fixtures/secrets/gitleaks_samples.json``) :mod:`.measure` reads."""
+
+    source: CorpusSource
+    description: str
+    true_positives: list[TruePositive]
+    false_positives: list[FalsePositive]
+    skipped: dict[str, int]
+
+
 @dataclass
 class Corpus:
-    true_positives: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
-    false_positives: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    true_positives: dict[tuple[str, str, str], TruePositive] = field(default_factory=dict)
+    false_positives: dict[tuple[str, str], FalsePositive] = field(default_factory=dict)
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (kind, family)
     unmatched_generated: list[str] = field(default_factory=list)
     reasons: Counter[str] = field(default_factory=Counter)
@@ -69,7 +118,7 @@ class Corpus:
         self.reasons[f"{kind}: {reason}"] += 1
 
 
-def _flatten(value: Any) -> Iterable[Any]:
+def _flatten(value: GoValue) -> Iterable[GoValue]:
     if isinstance(value, list):
         for item in value:
             yield from _flatten(item)
@@ -86,7 +135,6 @@ def add_samples(
     all_regexes: tuple[RuleRegex, ...] = (),
 ) -> None:
     family = family_of(provider, rule)
-    base = {"family": family, "provider": provider, "rule": rule}
     tps = validated.true_positives
     from_paths = isinstance(tps, dict)
     for item in _flatten(list(tps.values()) if isinstance(tps, dict) else tps):
@@ -113,7 +161,13 @@ def add_samples(
             reason = item.reason if isinstance(item, Unknown) else type(item).__name__
             corpus.skip("true_positives", family, f"not static: {reason}")
             continue
-        corpus.true_positives[(rule, secret, text)] = {**base, "secret": secret, "text": text}
+        corpus.true_positives[(rule, secret, text)] = {
+            "family": family,
+            "provider": provider,
+            "rule": rule,
+            "secret": secret,
+            "text": text,
+        }
     fps = validated.false_positives
     if isinstance(fps, dict):  # path-dependent look-alikes: the text alone is not benign
         for _ in fps:
@@ -132,13 +186,15 @@ def add_samples(
             # public keys, values under secret names); "benign": no gitleaks pattern matches it.
             shaped = any(r.pattern is not None and r.pattern.search(fp_text) for r in all_regexes)
             corpus.false_positives[(rule, fp_text)] = {
-                **base,
+                "family": family,
+                "provider": provider,
+                "rule": rule,
                 "text": fp_text,
                 "kind": "pattern" if shaped else "benign",
             }
 
 
-def build(tree: GitTree) -> tuple[dict[str, Any], Corpus]:
+def build(tree: GitTree) -> tuple[CorpusDocument, Corpus]:
     regexes = load_rule_regexes(tree.read(CONFIG_FILE))
     helpers = parse_go_file(tree.read(PATTERNS_FILE)).functions
     functions: dict[str, GoFunction] = {f"utils.{name}": fn for name, fn in helpers.items()}
@@ -148,7 +204,7 @@ def build(tree: GitTree) -> tuple[dict[str, Any], Corpus]:
             files[Path(path).stem] = parse_go_file(tree.read(path))
     for parsed in files.values():
         functions.update(parsed.functions)
-    package: dict[str, Any] = {}
+    package: dict[str, GoValue] = {}
     for parsed in files.values():
         for name, tokens, start in parsed.variables:
             scope = Scope({}, package, functions, seed=f"var:{name}")
@@ -169,13 +225,13 @@ def build(tree: GitTree) -> tuple[dict[str, Any], Corpus]:
             if validated is not None:
                 add_samples(corpus, provider, rule, validated, regexes.get(rule), all_regexes)
 
-    def tp_key(s: dict[str, str]) -> tuple[str, ...]:
+    def tp_key(s: TruePositive) -> tuple[str, ...]:
         return (s["family"], s["provider"], s["rule"], s["secret"], s["text"])
 
-    def fp_key(s: dict[str, str]) -> tuple[str, ...]:
+    def fp_key(s: FalsePositive) -> tuple[str, ...]:
         return (s["family"], s["provider"], s["rule"], s["text"])
 
-    document = {
+    document: CorpusDocument = {
         "source": {
             "repository": "https://github.com/gitleaks/gitleaks",
             "commit": tree.commit,
@@ -199,7 +255,7 @@ def build(tree: GitTree) -> tuple[dict[str, Any], Corpus]:
     return document, corpus
 
 
-def summary(document: dict[str, Any], corpus: Corpus) -> str:
+def summary(document: CorpusDocument, corpus: Corpus) -> str:
     tps = Counter(s["family"] for s in document["true_positives"])
     fps = Counter(s["family"] for s in document["false_positives"])
     families = sorted(set(tps) | set(fps) | {f for _, f in corpus.skipped})

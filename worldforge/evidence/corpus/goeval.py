@@ -10,7 +10,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from worldforge.evidence.corpus.golex import Token
 from worldforge.evidence.corpus.sampler import RegexSampler
@@ -40,8 +40,15 @@ class Generated:
 class Validated:
     """The (true positives, false positives) handed to ``utils.Validate`` / ``ValidateWithPaths``."""
 
-    true_positives: Any
-    false_positives: Any
+    true_positives: GoValue
+    false_positives: GoValue
+
+
+#: A value an expression evaluates to: Go strings, integers, slices and maps, plus the sample
+#: generator's results and what could not be computed. Byte slices are kept as text.
+GoValue: TypeAlias = "str | int | Generated | Validated | Unknown | list[GoValue] | dict[str, GoValue]"
+#: A builtin: the evaluator, the call's arguments and whether the last one was spread (``xs...``).
+Builtin: TypeAlias = "Callable[[Evaluator, list[GoValue], bool], GoValue]"
 
 
 @dataclass
@@ -54,8 +61,8 @@ class GoFunction:
 class Scope:
     """Names visible to an evaluation, and the seed for the random values it draws."""
 
-    variables: dict[str, Any]
-    package: dict[str, Any]
+    variables: dict[str, GoValue]
+    package: dict[str, GoValue]
     functions: dict[str, GoFunction]
     seed: str
     draws: int = 0
@@ -70,7 +77,7 @@ class ParseError(Exception):
     pass
 
 
-def as_str(value: Any) -> str | None:
+def as_str(value: GoValue | None) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, Generated):
@@ -78,8 +85,9 @@ def as_str(value: Any) -> str | None:
     return None
 
 
-def _sprintf(fmt: str, args: list[Any]) -> Any:
-    out, arg, i = [], 0, 0
+def _sprintf(fmt: str, args: list[GoValue]) -> GoValue:
+    out: list[str] = []
+    arg, i = 0, 0
     while i < len(fmt):
         if fmt[i] != "%":
             out.append(fmt[i])
@@ -176,7 +184,7 @@ class Evaluator:
 
     # -- expressions ----------------------------------------------------------------------
 
-    def parse_expr(self) -> Any:
+    def parse_expr(self) -> GoValue:
         left = self.parse_unary()
         while (tok := self.peek()) is not None and tok.kind == "op" and tok.value in _BINARY:
             self.pos += 1
@@ -188,7 +196,7 @@ class Evaluator:
         return left
 
     @staticmethod
-    def _add(left: Any, right: Any) -> Any:
+    def _add(left: GoValue, right: GoValue) -> GoValue:
         if isinstance(left, int) and isinstance(right, int):
             return left + right
         a, b = as_str(left), as_str(right)
@@ -199,7 +207,7 @@ class Evaluator:
                 return side
         return Unknown("+ of non-strings")
 
-    def parse_unary(self) -> Any:
+    def parse_unary(self) -> GoValue:
         tok = self.peek()
         if tok is not None and tok.kind == "op" and tok.value in ("&", "*", "-", "!", "^", "<-"):
             self.pos += 1
@@ -207,12 +215,12 @@ class Evaluator:
             return value if tok.value == "&" else Unknown(f"unary {tok.value}")
         return self.parse_primary()
 
-    def parse_primary(self) -> Any:
+    def parse_primary(self) -> GoValue:
         tok = self.peek()
         if tok is None:
             raise ParseError("unexpected end of input")
         name: str | None = None
-        value: Any
+        value: GoValue
         if tok.kind == "string":
             self.pos += 1
             value = tok.value if tok.value is not None else Unknown("string is not UTF-8")
@@ -256,7 +264,7 @@ class Evaluator:
                 name = None
             elif self.is_op("["):
                 self.pos += 1
-                index = self.parse_expr() if not self.is_op(":") else None
+                index: GoValue | None = self.parse_expr() if not self.is_op(":") else None
                 if self.is_op(":"):
                     self.pos += 1
                     if not self.is_op("]"):
@@ -272,14 +280,14 @@ class Evaluator:
                 return value
 
     @staticmethod
-    def _index(value: Any, index: Any) -> Any:
+    def _index(value: GoValue, index: GoValue | None) -> GoValue:
         if isinstance(value, list) and isinstance(index, int) and 0 <= index < len(value):
             return value[index]
         if isinstance(value, dict) and isinstance(index, str) and index in value:
             return value[index]
         return Unknown("index")
 
-    def lookup(self, name: str) -> Any:
+    def lookup(self, name: str) -> GoValue:
         if name in self.scope.variables:
             return self.scope.variables[name]
         if name in self.scope.package:
@@ -288,13 +296,13 @@ class Evaluator:
             return []
         return Unknown(f"name {name}")
 
-    def parse_composite(self) -> Any:
+    def parse_composite(self) -> GoValue:
         """``{ elem, key: elem, ... }``; a list when unkeyed, else a dict."""
         self.expect_op("{")
-        items: list[Any] = []
-        keyed: dict[str, Any] = {}
+        items: list[GoValue] = []
+        keyed: dict[str, GoValue] = {}
         while not self.is_op("}"):
-            key: Any = None
+            key: GoValue | None = None
             if self.is_ident() and self.is_op(":", 1):
                 key = self.t[self.pos].value
                 self.pos += 2
@@ -315,9 +323,9 @@ class Evaluator:
         self.pos += 1
         return keyed if keyed else items
 
-    def parse_call(self, name: str | None, callee: Any) -> Any:
+    def parse_call(self, name: str | None, callee: GoValue | None) -> GoValue:
         self.expect_op("(")
-        args: list[Any] = []
+        args: list[GoValue] = []
         spread = False
         while not self.is_op(")"):
             args.append(self.parse_expr())
@@ -335,7 +343,7 @@ class Evaluator:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def call(self, name: str, args: list[Any], spread: bool) -> Any:
+    def call(self, name: str, args: list[GoValue], spread: bool) -> GoValue:
         handler = _BUILTINS.get(name)
         if handler is not None:
             return handler(self, args, spread)
@@ -344,7 +352,7 @@ class Evaluator:
             return self.call_function(function, args)
         return Unknown(f"call {name}")
 
-    def call_function(self, function: GoFunction, args: list[Any]) -> Any:
+    def call_function(self, function: GoFunction, args: list[GoValue]) -> GoValue:
         """Evaluate a function whose whole body is ``return <expr>``."""
         body = function.tokens
         if not body or body[0].value != "return":
@@ -362,7 +370,7 @@ class Evaluator:
             return Unknown("function body is not a single return")
         return value
 
-    def new_secret(self, pattern: Any) -> Any:
+    def new_secret(self, pattern: GoValue | None) -> GoValue:
         if not isinstance(pattern, str):
             return Unknown("secret pattern")
         try:
@@ -371,7 +379,7 @@ class Evaluator:
             return Unknown(f"pattern {pattern}")
         return sampler.sample(self.scope.rng())
 
-    def plausible_secret(self, pattern: Any) -> Any:
+    def plausible_secret(self, pattern: GoValue | None) -> GoValue:
         """A secret with at least one digit 1-9 and no stop word, as gitleaks' generic tests draw."""
         if not isinstance(pattern, str):
             return Unknown("secret pattern")
@@ -391,18 +399,18 @@ class Evaluator:
 _BINARY = frozenset("+ - * / % & | ^ << >> &^ && || == != < <= > >=".split())
 
 
-def _sample_secrets(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _sample_secrets(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
     one = _sample_secret(ev, args, spread)
     return [one]
 
 
-def _sample_secret(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _sample_secret(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
     if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], str):
         return Generated(args[0], args[1])
     return Unknown("sample secret argument")
 
 
-def _append(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _append(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
     if not args or not isinstance(args[0], list):
         return Unknown("append to an unknown slice")
     items = list(args[0])
@@ -419,14 +427,14 @@ def _append(ev: Evaluator, args: list[Any], spread: bool) -> Any:
     return items
 
 
-def _validate(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _validate(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
     if len(args) != 3:
         return Unknown("validate arguments")
     return Validated(args[1], args[2])
 
 
-def _str_function(fn: Callable[..., str], arity: int) -> Callable[[Evaluator, list[Any], bool], Any]:
-    def handler(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _str_function(fn: Callable[..., str], arity: int) -> Builtin:
+    def handler(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
         if len(args) != arity or any(isinstance(a, Unknown) or isinstance(a, dict) for a in args):
             return Unknown("string function arguments")
         try:
@@ -437,8 +445,8 @@ def _str_function(fn: Callable[..., str], arity: int) -> Callable[[Evaluator, li
     return handler
 
 
-def _base64(encode: Callable[[bytes], bytes], padded: bool) -> Callable[[Evaluator, list[Any], bool], Any]:
-    def handler(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _base64(encode: Callable[[bytes], bytes], padded: bool) -> Builtin:
+    def handler(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
         if len(args) != 1 or not isinstance(args[0], str):
             return Unknown("base64 of an unknown value")
         encoded = encode(args[0].encode("utf-8")).decode("ascii")
@@ -447,11 +455,11 @@ def _base64(encode: Callable[[bytes], bytes], padded: bool) -> Callable[[Evaluat
     return handler
 
 
-def _identity(ev: Evaluator, args: list[Any], spread: bool) -> Any:
+def _identity(ev: Evaluator, args: list[GoValue], spread: bool) -> GoValue:
     return args[0] if len(args) == 1 and isinstance(args[0], str) else Unknown("conversion")
 
 
-_BUILTINS: dict[str, Callable[[Evaluator, list[Any], bool], Any]] = {
+_BUILTINS: dict[str, Builtin] = {
     "append": _append,
     "[]byte": _identity,
     "string": _identity,

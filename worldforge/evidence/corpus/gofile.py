@@ -5,9 +5,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from worldforge.evidence.corpus.goeval import Evaluator, GoFunction, ParseError, Scope, Unknown, Validated
+from worldforge.evidence.corpus.goeval import (
+    Evaluator,
+    GoFunction,
+    GoValue,
+    ParseError,
+    Scope,
+    Unknown,
+    Validated,
+)
 from worldforge.evidence.corpus.golex import Token, tokenize
 
 
@@ -102,7 +109,7 @@ def _statement_starts(tokens: list[Token]) -> list[int]:
     return starts
 
 
-def evaluate_variable(tokens: list[Token], start: int, scope: Scope) -> Any:
+def evaluate_variable(tokens: list[Token], start: int, scope: Scope) -> GoValue:
     """The value of ``NAME [TYPE] = EXPR`` whose type or ``=`` begins at ``start``."""
     ev = Evaluator(tokens, start, scope)
     try:

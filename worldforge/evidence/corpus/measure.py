@@ -29,10 +29,11 @@ import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from worldforge.core.canonical import pretty_json
 from worldforge.core.redact import sanitize_text
+from worldforge.evidence.corpus.build import CorpusDocument
 from worldforge.evidence.detect import KnownValues, scan_text
 from worldforge.evidence.gate import scan_document
 
@@ -111,7 +112,54 @@ def _rate(hits: int, total: int) -> float | None:
     return round(hits / total, 4) if total else None
 
 
-def measure(corpus: dict[str, Any]) -> dict[str, Any]:
+class Rate(TypedDict):
+    """How many of ``total`` samples a check caught (``rate`` is ``None`` for no samples)."""
+
+    hits: int
+    total: int
+    rate: float | None
+
+
+class CorpusIdentity(TypedDict):
+    """Which gitleaks commit the measured samples come from."""
+
+    repository: str
+    commit: str
+    licence: str
+
+
+#: The per-family tables of a measurement.
+Table = Literal[
+    "redactor_recall_keyed",
+    "redactor_recall_bare",
+    "redactor_false_positive_rate",
+    "gate_recall_keyed",
+    "gate_false_positive_rate",
+    "redactor_benign_redacted_rate",
+    "gate_benign_flagged_rate",
+]
+
+
+class Measurement(TypedDict):
+    """``docs/secret_corpus.json``: per rule family (and ``all``), what the redactor and the gate
+    catch of the corpus, with the benign look-alikes they hit and the keyed samples the redactor
+    missed (first 200)."""
+
+    schema_version: int
+    corpus: CorpusIdentity
+    contexts: list[str]
+    redactor_recall_keyed: dict[str, Rate]
+    redactor_recall_bare: dict[str, Rate]
+    redactor_false_positive_rate: dict[str, Rate]
+    gate_recall_keyed: dict[str, Rate]
+    gate_false_positive_rate: dict[str, Rate]
+    redactor_benign_redacted_rate: dict[str, Rate]
+    gate_benign_flagged_rate: dict[str, Rate]
+    benign_hits: list[dict[str, str]]
+    redactor_misses_keyed: list[dict[str, str]]
+
+
+def measure(corpus: CorpusDocument) -> Measurement:
     known = KnownValues()
     keyed: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # family -> [redacted, total]
     bare: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -141,31 +189,38 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
     benign_redactor: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     benign_gate: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     benign_hits: list[dict[str, str]] = []
-    for sample in corpus["false_positives"]:
-        family, text = sample["family"], sample["text"]
+    for look_alike in corpus["false_positives"]:
+        family, text = look_alike["family"], look_alike["text"]
         redacted, flagged = sanitize_text(text) != text, bool(scan_text(text, known))
         fp_redactor[family][0] += redacted
         fp_redactor[family][1] += 1
         fp_gate[family][0] += flagged
         fp_gate[family][1] += 1
-        if sample.get("kind") == "benign":
+        if look_alike.get("kind") == "benign":
             benign_redactor[family][0] += redacted
             benign_redactor[family][1] += 1
             benign_gate[family][0] += flagged
             benign_gate[family][1] += 1
             if redacted or flagged:
-                benign_hits.append({"rule": sample["rule"], "redactor": str(redacted), "gate": str(flagged)})
+                hit = {"rule": look_alike["rule"], "redactor": str(redacted), "gate": str(flagged)}
+                benign_hits.append(hit)
     families = sorted(set(keyed) | set(bare) | set(fp_redactor) | set(benign_redactor))
 
-    def table(counts: dict[str, list[int]]) -> dict[str, Any]:
-        rows = {f: {"hits": counts[f][0], "total": counts[f][1], "rate": _rate(*counts[f])} for f in families}
+    def table(counts: dict[str, list[int]]) -> dict[str, Rate]:
+        rows: dict[str, Rate] = {
+            f: {"hits": counts[f][0], "total": counts[f][1], "rate": _rate(*counts[f])} for f in families
+        }
         hits, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
         rows["all"] = {"hits": hits, "total": total, "rate": _rate(hits, total)}
         return rows
 
     return {
         "schema_version": 1,
-        "corpus": {k: corpus["source"][k] for k in ("repository", "commit", "licence")},
+        "corpus": {
+            "repository": corpus["source"]["repository"],
+            "commit": corpus["source"]["commit"],
+            "licence": corpus["source"]["licence"],
+        },
         "contexts": sorted(CONTEXTS),
         "redactor_recall_keyed": table(keyed),
         "redactor_recall_bare": table(bare),
@@ -179,7 +234,7 @@ def measure(corpus: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_TABLE_COLUMNS = (
+_TABLE_COLUMNS: tuple[tuple[Table, str], ...] = (
     ("redactor_recall_keyed", "redactor recall, keyed"),
     ("redactor_recall_bare", "redactor recall, bare"),
     ("gate_recall_keyed", "gate recall, keyed"),
@@ -189,7 +244,7 @@ _TABLE_COLUMNS = (
 )
 
 
-def markdown_table(result: dict[str, Any]) -> str:
+def markdown_table(result: Measurement) -> str:
     """The per-family table of ``docs/evidence.md``."""
     families = [f for f in result["redactor_recall_keyed"] if f != "all"] + ["all"]
     lines = [
@@ -217,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure(json.loads(args.corpus.read_text(encoding="utf-8")))
     args.output.write_text(pretty_json(result), encoding="utf-8")
-    for name in (
+    names: tuple[Table, ...] = (
         "redactor_recall_keyed",
         "redactor_recall_bare",
         "redactor_false_positive_rate",
@@ -225,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         "gate_false_positive_rate",
         "redactor_benign_redacted_rate",
         "gate_benign_flagged_rate",
-    ):
+    )
+    for name in names:
         row = result[name]["all"]
         print(f"{name:32} {row['hits']:>6}/{row['total']:<6} {row['rate']}")
     if args.markdown:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.paths import portable_path
@@ -28,7 +29,8 @@ from worldforge.core.run_events import StageFinished, StageStarted
 from worldforge.execution import executor_for
 from worldforge.execution.local import default_workers
 from worldforge.pcg.competition import scoring, stages
-from worldforge.pcg.competition.stages import Progress, list_teams
+from worldforge.pcg.competition.records import StageRecord
+from worldforge.pcg.competition.stages import Progress, StageReport, list_teams
 
 if TYPE_CHECKING:
     from worldforge.workspace import Run
@@ -41,6 +43,37 @@ ALL_PLAN = ("extract", "convert", "physics", "similarity", "diversity", "score")
 UNCERTAINTY_OPTIONS = ("uncertainty_resamples", "uncertainty_seed")
 #: The run kind a stage records; ``runs resume`` answers it with a :class:`StageRequest`.
 STAGE_KIND = "pcg-stage"
+
+
+class ScoreSelection(TypedDict, total=False):
+    """The score stage's program selection: only the options given (each is optional)."""
+
+    models: list[str]
+    baselines: list[str]
+    zero_shot: str
+
+
+class UncertaintyOptions(TypedDict, total=False):
+    """``--uncertainty-resamples`` / ``--uncertainty-seed``: only the options given."""
+
+    uncertainty_resamples: int
+    uncertainty_seed: int
+
+
+class StageOptions(ScoreSelection, UncertaintyOptions):
+    """What the stages of one invocation run with (:func:`prepare_stage`): the request's settings,
+    the score selection and interval options given, and, when levels run on an executor, the
+    executor and where to report each level's node (added by :func:`run_stages`)."""
+
+    workers: int
+    physics_trials: int
+    raw_images: bool
+    classifier: str | None
+    trials: int
+    diversity_vector: str
+    exact: bool
+    executor: NotRequired[Executor]
+    on_node: NotRequired[Callable[[str, str], None]]
 
 
 @dataclass(frozen=True)
@@ -78,16 +111,15 @@ class StageRequest:
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> JSONObject:
         """The request as JSON (what a run records)."""
-        out = dataclasses.asdict(self)
-        for name in ("models", "baselines"):
-            if out[name] is not None:
-                out[name] = list(out[name])
+        out: JSONObject = dataclasses.asdict(self)
+        out["models"] = [*self.models] if self.models is not None else None
+        out["baselines"] = [*self.baselines] if self.baselines is not None else None
         return out
 
     @classmethod
-    def from_record(cls, data: Any) -> StageRequest:
+    def from_record(cls, data: object) -> StageRequest:
         """The request :meth:`to_record` wrote; ``WorldForgeError`` for any other shape."""
         if not isinstance(data, Mapping):
             raise WorldForgeError("pcg stage request: not an object.")
@@ -124,15 +156,7 @@ _REQUIRED = frozenset({"stage", "source", "physics_trials", "raw_images", "trial
                        "exact", "executor"})  # fmt: skip
 
 
-def _report_dict(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
-        return value
-    return str(value)
-
-
-def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progress) -> list[dict[str, Any]]:
+def run_stage(name: str, source: Path, opts: StageOptions, progress: Progress) -> list[StageRecord]:
     """One stage over the folder; its report(s) as JSON-native dicts."""
     if name == "extract":
         return [stages.stage_extract(source, progress=progress).to_dict()]
@@ -151,7 +175,7 @@ def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progre
             on_node=opts.get("on_node"),
         )
         return [r.to_dict() for r in reports]
-    out: Any
+    out: StageReport
     if name == "similarity":
         out = scoring.stage_similarity(
             source, classifier=opts["classifier"], workers=opts["workers"], progress=progress
@@ -161,6 +185,11 @@ def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progre
             source, trials=opts["trials"], vector=opts["diversity_vector"], progress=progress
         )
     elif name == "score":
+        uncertainty: UncertaintyOptions = {}
+        if "uncertainty_resamples" in opts:
+            uncertainty["uncertainty_resamples"] = opts["uncertainty_resamples"]
+        if "uncertainty_seed" in opts:
+            uncertainty["uncertainty_seed"] = opts["uncertainty_seed"]
         out = scoring.stage_score(
             source,
             trials=opts["trials"],
@@ -169,17 +198,14 @@ def run_stage(name: str, source: Path, opts: Mapping[str, Any], progress: Progre
             models=opts.get("models"),
             baselines=opts.get("baselines"),
             zero_shot=opts.get("zero_shot"),
-            **{key: opts[key] for key in UNCERTAINTY_OPTIONS if key in opts},
+            **uncertainty,
         )
     else:
         raise StageError(f"unknown stage {name!r}.")
-    report = _report_dict(out)
-    if isinstance(report, dict) and "stage" in report:
-        return [report]
-    return [{"stage": name, "result": report}]
+    return [out.to_dict()]
 
 
-def source_relative_logs(reports: Sequence[Mapping[str, Any]], source: Path) -> list[dict[str, Any]]:
+def source_relative_logs(reports: Sequence[StageRecord], source: Path) -> list[StageRecord]:
     """Stage reports with ``log`` relative to the competition folder (``logs/<stage>_log_<stamp>.txt``).
 
     Stage libraries return the log as the absolute path they wrote, which would put the host's
@@ -187,7 +213,7 @@ def source_relative_logs(reports: Sequence[Mapping[str, Any]], source: Path) -> 
     wherever the folder lives.
     """
     base = source.resolve()
-    out: list[dict[str, Any]] = []
+    out: list[StageRecord] = []
     for report in reports:
         log = report.get("log")
         if isinstance(log, str) and log:
@@ -195,14 +221,19 @@ def source_relative_logs(reports: Sequence[Mapping[str, Any]], source: Path) -> 
                 log = Path(log).resolve().relative_to(base).as_posix()
             except ValueError:
                 log = portable_path(log)
-        out.append({**report, "log": log} if "log" in report else dict(report))
+        out.append({**report, "log": log} if "log" in report else report.copy())
     return out
 
 
-def digested_stages(reports: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def digested_stages(reports: Sequence[StageRecord]) -> list[StageRecord]:
     """Stage reports without ``log``: its file name carries the wall-clock time the stage started,
     and timestamps must stay out of the result digest (identical stages, identical digests)."""
-    return [{k: v for k, v in report.items() if k != "log"} for report in reports]
+    digested: list[StageRecord] = []
+    for report in reports:
+        entry = report.copy()
+        entry.pop("log", None)
+        digested.append(entry)
+    return digested
 
 
 def stage_outputs(source: Path) -> dict[str, str]:
@@ -221,14 +252,19 @@ def score_selection(
     models: list[str] | None,
     baselines: list[str] | None,
     zero_shot: str | None,
-) -> dict[str, Any]:
+) -> ScoreSelection:
     """The score stage's program selection, checked before any stage runs (``all`` takes hours).
 
     ``models`` only fits the score stage: the earlier stages would read the model folders as teams.
     Names are checked against the folder by the same rule the score stage applies.
     """
-    given = {"models": models, "baselines": baselines, "zero_shot": zero_shot}
-    selection: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    selection: ScoreSelection = {}
+    if models is not None:
+        selection["models"] = models
+    if baselines is not None:
+        selection["baselines"] = baselines
+    if zero_shot is not None:
+        selection["zero_shot"] = zero_shot
     for key in selection:
         allowed = ("score",) if key == "models" else ("score", "all")
         if stage not in allowed:
@@ -239,24 +275,29 @@ def score_selection(
     return selection
 
 
-def uncertainty_options(stage: str, resamples: int | None, seed: int | None) -> dict[str, int]:
+def uncertainty_options(stage: str, resamples: int | None, seed: int | None) -> UncertaintyOptions:
     """``--uncertainty-resamples`` / ``--uncertainty-seed`` as given, checked against the stage.
 
     Only the options given are returned, so a run config without them (and its digest) stays
     what it was before they existed; the score stage then applies its defaults.
     """
-    given = {"uncertainty_resamples": resamples, "uncertainty_seed": seed}
-    chosen = {key: value for key, value in given.items() if value is not None}
-    for key, value in chosen.items():
+    for key, value in (("uncertainty_resamples", resamples), ("uncertainty_seed", seed)):
+        if value is None:
+            continue
         option = "--" + key.replace("_", "-")
         if stage not in ("score", "all"):
             raise WorldForgeError(f"{option}: only the score or all stage takes it, not {stage!r}.")
         if value < 0 or (key == "uncertainty_seed" and value >= 2**63):
             raise WorldForgeError(f"{option}: must be a whole number >= 0 (and below 2**63), got {value}.")
+    chosen: UncertaintyOptions = {}
+    if resamples is not None:
+        chosen["uncertainty_resamples"] = resamples
+    if seed is not None:
+        chosen["uncertainty_seed"] = seed
     return chosen
 
 
-def prepare_stage(request: StageRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+def prepare_stage(request: StageRequest) -> tuple[StageOptions, dict[str, object]]:
     """The stage options and the run configuration of ``request``, every check done before any
     stage runs (an unknown stage first, then the folder, then the score selection).
 
@@ -267,7 +308,7 @@ def prepare_stage(request: StageRequest) -> tuple[dict[str, Any], dict[str, Any]
     source = Path(request.source)
     if not source.is_dir():
         raise WorldForgeError(f"{source}: source folder does not exist.")
-    opts: dict[str, Any] = {
+    opts: StageOptions = {
         "workers": request.workers or default_workers(),
         "physics_trials": request.physics_trials,
         "raw_images": request.raw_images,
@@ -307,11 +348,11 @@ def stage_executor(name: str, address: str | None, workers: int | None) -> Itera
 def run_stages(
     stage: str,
     source: Path,
-    opts: Mapping[str, Any],
+    opts: StageOptions,
     progress: Progress,
     run: Run | None = None,
     executor: Executor | None = None,
-) -> list[dict[str, Any]]:
+) -> list[StageRecord]:
     """Run ``stage`` (or ``all``) over ``source``; record it in ``run`` when given. Levels are
     simulated on ``executor`` when given (else each stage starts a local pool). Returns the stage
     reports with logs relative to ``source``."""
@@ -319,10 +360,11 @@ def run_stages(
     if executor is not None:
         opts = {**opts, "executor": executor}
         if run is not None:  # which node simulated each level: informational, outside every digest
-            opts["on_node"] = lambda level, node: run.emit("level.node", {"level": level, "node": node})
+            recording = run
+            opts["on_node"] = lambda level, node: recording.emit("level.node", {"level": level, "node": node})
     if run is not None:  # the folder's state before the stage: every file's digest
         run.add_input_value("source-files", stage_outputs(source))
-    results: list[dict[str, Any]] = []
+    results: list[StageRecord] = []
     for name in plan:
         if run is not None:
             run.emit_event(StageStarted(stage=name))
@@ -344,7 +386,10 @@ __all__ = [
     "STAGE_KIND",
     "STAGE_NAMES",
     "UNCERTAINTY_OPTIONS",
+    "ScoreSelection",
+    "StageOptions",
     "StageRequest",
+    "UncertaintyOptions",
     "digested_stages",
     "plan_for",
     "prepare_stage",

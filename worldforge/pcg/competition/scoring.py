@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_json, atomic_write_text
+from worldforge.pcg.competition.records import (
+    ScoreStageRecord,
+    SimilarityEntry,
+    SimilarityTrial,
+    UncertaintySummary,
+)
 from worldforge.pcg.competition.stages import (
     SKIPPED_DIRS,
     NullProgress,
@@ -37,12 +43,14 @@ from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import load_program
 from worldforge.pcg.scoring.diversity import VECTOR_KINDS, diversity
 from worldforge.pcg.scoring.report import (
+    ScoreReport,
     models_report_payload,
     report_markdown,
     write_results,
 )
 from worldforge.pcg.scoring.scores import (
     CompetitionScores,
+    MissingInput,
     ProgramData,
     Ranking,
     combine_models,
@@ -62,14 +70,13 @@ UNCERTAINTY_FILE = "ranking_uncertainty.json"
 class ScoreStageReport(StageReport):
     """The score stage's outcome: the usual counters plus our report payload."""
 
-    report: dict[str, Any] = field(default_factory=dict)
+    report: ScoreReport | None = None
     #: ``result/ranking_uncertainty.json``'s path (relative to the source), digest and winner
     #: sentence; ``None`` when it was turned off (and then absent from :meth:`to_dict`).
-    uncertainty: dict[str, Any] | None = None
+    uncertainty: UncertaintySummary | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["report"] = self.report
+    def to_dict(self) -> ScoreStageRecord:
+        out: ScoreStageRecord = {**super().to_dict(), "report": self.report}
         if self.uncertainty is not None:
             out["ranking_uncertainty"] = self.uncertainty
         return out
@@ -90,7 +97,7 @@ def _letter_dirs(folder: Path) -> list[str]:
     )
 
 
-def _dump(value: Any) -> str:
+def _dump(value: object) -> str:
     """Python ``json.dumps(indent=2)`` as the official similarity/diversity scripts write it."""
     return json.dumps(value, indent=2)
 
@@ -144,8 +151,8 @@ def stage_similarity(
     for team_name, letter, files in jobs:
         index = LETTERS.index(letter)
         preds = model.classify(files, batch_size=batch_size, embedding=True, workers=workers) if files else []
-        trials: list[dict[str, Any]] = []
-        similarities: list[dict[str, Any]] = []
+        trials: list[SimilarityTrial] = []
+        similarities: list[SimilarityEntry] = []
         for path, pred in zip(files, preds, strict=True):
             trials.append({"id": path.name, "label": letter, "similarity": pred.softmax[index]})
             similarities.append(
@@ -181,7 +188,7 @@ def stage_similarity(
 # diversity
 
 
-def _vector(entry: Mapping[str, Any], vector: str, where: str) -> list[float]:
+def _vector(entry: Mapping[str, object], vector: str, where: str) -> list[float]:
     if vector == "embedding":
         emb = entry.get("cls_embedding")
         if not isinstance(emb, list) or not emb:
@@ -268,7 +275,7 @@ def _reject_constant(name: str) -> None:
     return None  # NaN/Infinity (Unity writes NaN for a level without blocks) -> not a number
 
 
-def _load(path: Path) -> tuple[Any, str | None]:
+def _load(path: Path) -> tuple[JSON, str | None]:
     if not path.is_file():
         return None, "file missing"
     try:
@@ -277,33 +284,33 @@ def _load(path: Path) -> tuple[Any, str | None]:
         return None, f"unreadable: {exc.__class__.__name__}"
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _number(value: JSON) -> float | None:
+    """A JSON number (not a boolean), else ``None``."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _entries(
-    data: Any,
+    data: JSON,
     list_key: str,
     id_key: str,
     value_key: str,
     program: str,
     letter: str,
     kind: str,
-    missing: list[dict[str, Any]],
-) -> list[tuple[str, Any]] | None:
-    if not isinstance(data, dict) or not isinstance(data.get(list_key), list):
+    missing: list[MissingInput],
+) -> list[tuple[str, float]] | None:
+    listed = data.get(list_key) if isinstance(data, dict) else None
+    if not isinstance(listed, list):
         missing.append(
             {"program": program, "character": letter, "input": kind, "reason": f"no '{list_key}' list"}
         )
         return None
-    out: list[tuple[str, Any]] = []
-    for entry in data[list_key]:
-        if (
-            isinstance(entry, dict)
-            and isinstance(entry.get(id_key), str)
-            and _is_number(entry.get(value_key))
-        ):
-            out.append((entry[id_key], entry[value_key]))
+    out: list[tuple[str, float]] = []
+    for entry in listed:
+        ident = entry.get(id_key) if isinstance(entry, dict) else None
+        value = _number(entry.get(value_key)) if isinstance(entry, dict) else None
+        if isinstance(ident, str) and value is not None:
+            out.append((ident, value))
         else:
             ident = entry.get(id_key) if isinstance(entry, dict) else None
             missing.append(
@@ -344,10 +351,11 @@ def read_program(source: Path, team: str, *, characters: Sequence[str] = LETTERS
                 continue
             entries = _entries(value, list_key, id_key, value_key, team, letter, kind, data.missing)
             if entries is not None:
-                getattr(data, kind)[letter] = entries
+                (data.stability if kind == "stability" else data.similarity)[letter] = entries
         value, reason = _load(source / team / "diversity" / f"{letter}.json")
-        if reason is None and isinstance(value, dict) and _is_number(value.get("diversityRate")):
-            data.diversity[letter] = value["diversityRate"]
+        rate = _number(value.get("diversityRate")) if isinstance(value, dict) else None
+        if reason is None and rate is not None:
+            data.diversity[letter] = rate
         elif reason is None:
             data.missing.append(
                 {
@@ -364,14 +372,15 @@ def read_program(source: Path, team: str, *, characters: Sequence[str] = LETTERS
     return data
 
 
-def _classifier_identity(source: Path) -> dict[str, Any] | None:
+def _classifier_identity(source: Path) -> JSONObject | None:
     """The classifier named in the similarity files (first one found), for the report."""
     for team in list_teams(source):
         folder = team / "similarity"
         for path in list_files(folder, ".json") if folder.is_dir() else []:
             value, reason = _load(path)
-            if reason is None and isinstance(value, dict) and isinstance(value.get("classifier"), dict):
-                return dict(value["classifier"])
+            named = value.get("classifier") if isinstance(value, dict) else None
+            if reason is None and isinstance(named, dict):
+                return dict(named)
     return None
 
 
@@ -449,7 +458,7 @@ def write_uncertainty(
     *,
     resamples: int,
     seed: int,
-) -> tuple[dict[str, Any] | None, Path | None]:
+) -> tuple[UncertaintySummary | None, Path | None]:
     """Write ``out_dir/ranking_uncertainty.json`` (``resamples == 0``: remove a stale one instead).
 
     Returns the summary the stage report carries (file, payload digest, winner sentence or why
@@ -465,7 +474,7 @@ def write_uncertainty(
     result = uncertainty_for(results, ranking, resamples=resamples, seed=seed)
     payload = result.to_dict()
     written = atomic_write_json(path, payload)
-    summary = {
+    summary: UncertaintySummary = {
         "file": f"{out_dir.name}/{UNCERTAINTY_FILE}",
         "digest": digest_payload(payload),
         "resamples": resamples,
@@ -502,11 +511,11 @@ def stage_score(
     """
     source = Path(source)
     check_score_selection(source, models=models, baselines=baselines, zero_shot=zero_shot)
-    options: dict[str, Any] = {"baselines": baselines, "zero_shot": zero_shot}
     stage = ScoreStageReport(stage="score")
+    payload: ScoreReport
     if not models:
         result = score_folder(source, trials=trials, exact=exact, progress=progress)
-        ranking = ranking_for(result, **options)
+        ranking = ranking_for(result, baselines=baselines, zero_shot=zero_shot)
         payload, written = write_results(
             source / "result", result, ranking, classifier=_classifier_identity(source)
         )
@@ -522,7 +531,7 @@ def stage_score(
             _, files = write_results(
                 folder / "result",
                 per_model[model],
-                ranking_for(per_model[model], **options),
+                ranking_for(per_model[model], baselines=baselines, zero_shot=zero_shot),
                 classifier=classifier,
             )
             written.extend(files)
@@ -531,7 +540,9 @@ def stage_score(
         for r in per_model.values():
             for name, length in r.prompt_lengths.items():
                 lengths.setdefault(name, length)
-        ranking = rank_programs(list(multi.normalized.items()), prompt_lengths=lengths, **options)
+        ranking = rank_programs(
+            list(multi.normalized.items()), prompt_lengths=lengths, baselines=baselines, zero_shot=zero_shot
+        )
         payload = models_report_payload(per_model, multi, ranking, classifier=classifier)
         payload["note"] = "weights, trial and character scores are per model (see <model>/result/)"
         written.append(atomic_write_json(source / "result" / "report.json", payload))

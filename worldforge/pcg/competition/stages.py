@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -31,9 +31,17 @@ from worldforge.core.io import atomic_write_bytes, atomic_write_text
 from worldforge.core.timeutil import utc_now_iso
 from worldforge.execution import auto_chunk, create_executor, ordered_map, parallelism
 from worldforge.execution.local import default_workers
+from worldforge.pcg.competition.records import StageRecord
 from worldforge.pcg.levels.convert import convert
 from worldforge.pcg.levels.extract import CODE_NOT_FOUND, official_extract
-from worldforge.pcg.sim.cache import PhysicsCache, PhysicsJob, PhysicsOutcome, level_key, run_physics_job
+from worldforge.pcg.sim.cache import (
+    PhysicsCache,
+    PhysicsEntry,
+    PhysicsJob,
+    PhysicsOutcome,
+    level_key,
+    run_physics_job,
+)
 from worldforge.pcg.sim.physics import simulate
 from worldforge.pcg.sim.render import IMAGE_SIZE, encode_png, render_color
 
@@ -74,7 +82,7 @@ class StageReport:
     inputs: list[Path] = field(default_factory=list)
     log_path: Path | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StageRecord:
         return {
             "stage": self.stage,
             "succeeded": self.succeeded,
@@ -84,7 +92,7 @@ class StageReport:
         }
 
 
-def _natural_key(name: str) -> list[Any]:
+def _natural_key(name: str) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
@@ -301,7 +309,7 @@ def stage_physics(
     progress.start(stage_name, len(items))
     per_char: dict[tuple[Path, str], list[tuple[str, float, int, int]]] = {}
     tag_root = source.name or "competition"
-    current: dict[str, dict[str, Any]] = {}
+    current: dict[str, PhysicsEntry] = {}
     own = None
     if executor is None and len(remote) > 1 and (workers or 2) > 1:
         _preload(images, any(jobs[i].entry is None for i in remote))
@@ -317,7 +325,7 @@ def stage_physics(
             )
         )
         for i, ((team, char, path), job) in enumerate(zip(items, jobs, strict=True)):
-            outcome = next(outcomes) if job.entry is None or job.render else PhysicsOutcome(dict(job.entry))
+            outcome = next(outcomes) if job.entry is None or job.render else PhysicsOutcome(job.entry.copy())
             current[keys[i]] = outcome.entry
             rel = _rel(source, path)
             for r in reports.values():

@@ -24,7 +24,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from worldforge.core.errors import WorldForgeError
 
@@ -287,9 +286,21 @@ def blocks_to_program(blocks: Sequence[Block]) -> str:
     return "".join(f"drop_block('{b.kind}', {b.x})\n" for b in blocks)
 
 
-def grid_to_program(grid: Sequence[Sequence[int]], *, rng: random.Random, **options: Any) -> str:
-    """Drop program whose simulated result contains every occupied cell of ``grid``."""
-    return blocks_to_program(plan_blocks(grid, rng=rng, **options))
+def grid_to_program(
+    grid: Sequence[Sequence[int]],
+    *,
+    rng: random.Random,
+    b31_preference: float | None = None,
+    b13_probability: float | None = None,
+    balance: bool = True,
+) -> str:
+    """Drop program whose simulated result contains every occupied cell of ``grid`` (the options
+    are :func:`plan_blocks`'s)."""
+    return blocks_to_program(
+        plan_blocks(
+            grid, rng=rng, b31_preference=b31_preference, b13_probability=b13_probability, balance=balance
+        )
+    )
 
 
 def simulate_drops(program: str) -> Grid:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 #: Behaviour version, recorded in every item record and cache key. An opaque id: bump it (any new
 #: string) whenever this code's output can change; reference-output tests pin the behaviour. The
@@ -41,6 +42,14 @@ def _loose_re(prefix: str) -> re.Pattern[str]:
 _LOOP_RE = re.compile(r"^\s*(for|while)\b")
 
 
+class DroppedCallFields(TypedDict):
+    """A :class:`DroppedCall` as records and reports carry it."""
+
+    line: int
+    text: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class DroppedCall:
     """A call-like text that the official extractor does not keep, and why."""
@@ -49,7 +58,7 @@ class DroppedCall:
     text: str
     reason: str
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> DroppedCallFields:
         return {"line": self.line, "text": self.text, "reason": self.reason}
 
 
@@ -192,4 +201,11 @@ def extract_code(text: str, prefix: str = DEFAULT_PREFIX) -> Extraction:
     )
 
 
-__all__ = ["CODE_NOT_FOUND", "DroppedCall", "Extraction", "extract_code", "official_extract"]
+__all__ = [
+    "CODE_NOT_FOUND",
+    "DroppedCall",
+    "DroppedCallFields",
+    "Extraction",
+    "extract_code",
+    "official_extract",
+]

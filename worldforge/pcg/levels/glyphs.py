@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
@@ -106,7 +106,7 @@ def _dejavu_fonts(folder: Path) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=32)
-def _load_font(font: str) -> Any:
+def _load_font(font: str) -> ImageFont.FreeTypeFont | None:
 
     if font in DEJAVU_FONTS:
         path = DEJAVU_DIR / DEJAVU_FONTS[font]
@@ -125,13 +125,13 @@ def _load_font(font: str) -> Any:
     raise WorldForgeError(f"font: unknown glyph font {font!r}; expected one of {available_fonts()}.")
 
 
-def _glyph_image(letter: str, font: str) -> Any:
+def _glyph_image(letter: str, font: str) -> Image.Image:
     """High-resolution greyscale image (ink = 255) of the glyph, cropped to its ink bounding box."""
     return _drawn_glyph(letter, font, _load_font(font))
 
 
 @lru_cache(maxsize=1024)
-def _drawn_glyph(letter: str, font: str, loaded: Any) -> Any:
+def _drawn_glyph(letter: str, font: str, loaded: ImageFont.FreeTypeFont | None) -> Image.Image:
     """:func:`_glyph_image` for the loaded font object ``loaded`` (``None``: the bitmap font).
 
     Cached: a letter plan draws six candidates, mostly from the same few fonts, and drawing text
@@ -157,13 +157,13 @@ def _drawn_glyph(letter: str, font: str, loaded: Any) -> Any:
     return img.crop(bbox)
 
 
-def _dilated(letter: str, font: str, size: int) -> Any:
+def _dilated(letter: str, font: str, size: int) -> Image.Image:
     """The glyph image under a ``size`` px maximum filter."""
     return _dilated_glyph(letter, font, _load_font(font), size)
 
 
 @lru_cache(maxsize=1024)
-def _dilated_glyph(letter: str, font: str, loaded: Any, size: int) -> Any:
+def _dilated_glyph(letter: str, font: str, loaded: ImageFont.FreeTypeFont | None, size: int) -> Image.Image:
     """:func:`_dilated` for the loaded font object ``loaded`` (cached like :func:`_drawn_glyph`)."""
     return _drawn_glyph(letter, font, loaded).filter(ImageFilter.MaxFilter(size))
 
@@ -207,10 +207,10 @@ def letter_grid(
     left = (GRID_WIDTH - width) // 2 if x_offset is None else x_offset
     if left < 0 or left + width > GRID_WIDTH:
         raise WorldForgeError(f"x_offset: glyph of width {width} does not fit at column {x_offset}.")
-    data = coverage.load()
+    data = coverage.tobytes()  # mode "L": one byte per pixel, row by row
     for r in range(scale):
         for c in range(width):
-            if data[c, r] >= threshold:
+            if data[r * width + c] >= threshold:
                 cells[scale - 1 - r][left + c] = 1
     # The glyph must stand on the ground: drop empty bottom rows (e.g. lost thin serifs).
     while not any(cells[0]) and any(any(row) for row in cells):
@@ -225,7 +225,21 @@ CANDIDATES = 6
 """Glyph variants drawn per ``(letter, seed, variant)``; the one needing the fewest supports wins."""
 
 
-def _candidate(letter: str, seed: int, variant: str, index: int) -> dict[str, Any]:
+class GlyphChoice(TypedDict):
+    """One candidate's rasterization and decomposition choices (:func:`letter_variant`)."""
+
+    font: str
+    scale: int
+    thickness: float
+    width_factor: float
+    b31_preference: float
+    b13_probability: float
+    offset_fraction: float
+    plan_seed: int
+    candidate: int
+
+
+def _candidate(letter: str, seed: int, variant: str, index: int) -> GlyphChoice:
     rng = variant_rng(letter, seed, f"{variant}#{index}")
     fonts = available_fonts()
     font = variant if variant in fonts else fonts[rng.randrange(len(fonts))]
@@ -242,7 +256,7 @@ def _candidate(letter: str, seed: int, variant: str, index: int) -> dict[str, An
     }
 
 
-def _target_for(letter: str, choice: dict[str, Any]) -> Grid:
+def _target_for(letter: str, choice: GlyphChoice) -> Grid:
     grid = letter_grid(
         letter,
         font=choice["font"],
@@ -308,7 +322,7 @@ def _grid_cells(grid: Grid) -> set[tuple[int, int]]:
 
 
 @lru_cache(maxsize=4096)
-def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], Grid, tuple[Block, ...]]:
+def _letter_plan(letter: str, seed: int, variant: str) -> tuple[GlyphChoice, Grid, tuple[Block, ...]]:
     """Draw :data:`CANDIDATES` glyph variants and keep the most letter-like buildable one.
 
     Supports (pillars, balance cells, bridge overhangs) make a level look less like its letter, and
@@ -318,7 +332,7 @@ def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], 
     pure function of ``(letter, seed, variant)``.
     """
     expected = LETTER_HOLES.get(letter, 0)
-    best: tuple[float, dict[str, Any], Grid, tuple[Block, ...]] | None = None
+    best: tuple[float, GlyphChoice, Grid, tuple[Block, ...]] | None = None
     for index in range(CANDIDATES):
         choice = _candidate(letter, seed, variant, index)
         target = _target_for(letter, choice)
@@ -346,9 +360,9 @@ def _letter_plan(letter: str, seed: int, variant: str) -> tuple[dict[str, Any], 
     return best[1], best[2], best[3]
 
 
-def letter_variant(letter: str, seed: int, variant: str = "") -> dict[str, Any]:
+def letter_variant(letter: str, seed: int, variant: str = "") -> GlyphChoice:
     """The rasterization and decomposition choices :func:`letter_program` makes for this seed."""
-    return dict(_letter_plan(_check_letter(letter), seed, variant)[0])
+    return _letter_plan(_check_letter(letter), seed, variant)[0].copy()
 
 
 def letter_target(letter: str, seed: int, variant: str = "") -> Grid:
@@ -384,6 +398,7 @@ __all__ = [
     "BITMAP_5X7",
     "DEJAVU_FONTS",
     "LETTER_HOLES",
+    "GlyphChoice",
     "PILLOW_FONT",
     "available_fonts",
     "count_holes",

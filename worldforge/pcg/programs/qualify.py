@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TypedDict
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
@@ -118,6 +118,17 @@ _BARE = (
 _PLURAL = re.compile(r"(?<![A-Za-z])(?i:letters|characters|chars|glyphs)(?![a-z])")
 
 
+class QualificationRecord(TypedDict):
+    """:meth:`Qualification.to_dict`: one team's verdict as JSON."""
+
+    team: str
+    qualified: bool
+    reasons: list[str]
+    notes: list[str]
+    package: str | None
+    entry: str | None
+
+
 @dataclass(frozen=True)
 class Qualification:
     """Whether one team's program may be run, and why not."""
@@ -129,7 +140,7 @@ class Qualification:
     package: str | None = None  # chatgpt4pcg | llms4pcg
     entry: str | None = None  # "FILE:Class", the entry file relative to the team folder
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> QualificationRecord:
         return {
             "team": self.team,
             "qualified": self.qualified,
@@ -574,5 +585,6 @@ def qualify_source(
 
 __all__ = [
     "HARDCODED_LETTERS", "NETWORK_MODULES", "PROCESS_MODULES", "SUPPORTED_VERSIONS", "VENDORED_PACKAGES",
-    "Qualification", "is_team_folder", "qualify_field", "qualify_source", "qualify_team", "tied_letters",
+    "Qualification", "QualificationRecord", "is_team_folder", "qualify_field", "qualify_source",
+    "qualify_team", "tied_letters",
 ]  # fmt: skip

@@ -38,8 +38,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution.files import (
@@ -101,7 +101,7 @@ class SubmissionProgram:
     team_name: str  # the team folder's name (a single file: its stem)
     requirements: str | None = None  # the text of requirements.txt, if any
     #: The resolved environment's identity (package versions), attached before a run starts.
-    environment: dict[str, Any] | None = None
+    environment: JSONObject | None = None
     #: Why this program cannot run (set only when it is one of several programs: its trials fail).
     error: str | None = None
     builtin: bool = False

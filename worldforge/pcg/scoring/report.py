@@ -14,10 +14,79 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.io import atomic_write_json, atomic_write_text
-from worldforge.pcg.scoring.scores import CompetitionScores, MultiModelScores, Ranking
+from worldforge.pcg.scoring.scores import (
+    CompetitionScores,
+    MissingInput,
+    MultiModelScores,
+    Ranking,
+    RankingPayload,
+)
+
+
+class WeightRow(TypedDict):
+    """One letter's weight and its three factors (decimal strings)."""
+
+    character: str
+    weight: str
+    stability: str
+    similarity: str
+    diversity: str
+
+
+class ProgramRow(TypedDict):
+    """A program's prompt and normalized scores and official rank (with several models, the
+    aggregates and each model's prompt score)."""
+
+    program: str
+    prompt_score: str
+    normalized_score: str
+    official_rank: int
+    per_model: NotRequired[dict[str, str]]
+
+
+class ModelProgramRow(TypedDict):
+    """A program's total over models and each model's share of it."""
+
+    program: str
+    total: str
+    normalized_total: str
+    per_model: dict[str, str]
+    normalized_per_model: dict[str, str]
+
+
+class ModelsBreakdown(TypedDict):
+    """The per-model part of the aggregate report over several models."""
+
+    models: list[str]
+    competition_score: str
+    competition_score_per_model: dict[str, str]
+    programs: list[ModelProgramRow]
+    missing_inputs: list[MissingInput]
+    missing_count: dict[str, int]
+
+
+class ScoreReport(TypedDict):
+    """``result/report.json``: one model's report (:func:`report_payload`) or the aggregate over
+    several models (:func:`models_report_payload`, with ``models`` and per-model ``weights``)."""
+
+    arithmetic: str
+    trials: int
+    characters: str
+    competition_score: str
+    weights: list[WeightRow] | dict[str, list[WeightRow]]
+    programs: list[ProgramRow]
+    ranking: RankingPayload
+    missing_inputs: list[MissingInput]
+    missing_count: int
+    classifier: JSONObject | None
+    claim_boundary: str
+    models: NotRequired[ModelsBreakdown]
+    #: How to read the aggregate's numbers (the score stage adds it with several models).
+    note: NotRequired[str]
 
 
 def _csv(header: Sequence[str], rows: Sequence[Sequence[str | int]], eol: str) -> str:
@@ -95,7 +164,7 @@ def official_files(result: CompetitionScores, *, eol: str = "\r\n") -> dict[str,
     }
 
 
-def _weights(result: CompetitionScores) -> list[dict[str, str]]:
+def _weights(result: CompetitionScores) -> list[WeightRow]:
     t = result.arithmetic.text
     return [
         {
@@ -120,8 +189,8 @@ def report_payload(
     result: CompetitionScores,
     ranking: Ranking,
     *,
-    classifier: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    classifier: Mapping[str, JSON] | None = None,
+) -> ScoreReport:
     """JSON-native report of one model: weights, scores, ranking, missing inputs, classifier.
 
     Several models are reported by :func:`models_report_payload`, whose top-level numbers are the
@@ -156,8 +225,8 @@ def models_report_payload(
     multi: MultiModelScores,
     ranking: Ranking,
     *,
-    classifier: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    classifier: Mapping[str, JSON] | None = None,
+) -> ScoreReport:
     """The 2025 aggregate report over several models (pipeline spec section 7.3).
 
     The top-level keys mean what they mean for one model, but every number is the aggregate, so a
@@ -173,9 +242,9 @@ def models_report_payload(
     t = ar.text
     first = per_model[multi.models[0]]
     order = sorted(multi.totals, key=lambda n: multi.normalized[n], reverse=True)  # stable for ties
-    missing: list[dict[str, Any]] = []
+    missing: list[MissingInput] = []
     for model in multi.models:
-        missing.extend({"model": model, **entry} for entry in per_model[model].missing)
+        missing.extend(_with_model(model, entry) for entry in per_model[model].missing)
         missing.extend(entry for entry in multi.missing if entry["model"] == model)
     return {
         "arithmetic": "exact-decimal" if ar.exact else "float",
@@ -218,7 +287,13 @@ def models_report_payload(
     }
 
 
-def report_markdown(payload: Mapping[str, Any]) -> str:
+def _with_model(model: str, entry: MissingInput) -> MissingInput:
+    """A model's missing input as the aggregate lists it: the model named first."""
+    named: MissingInput = {"model": model, **entry}
+    return named
+
+
+def report_markdown(payload: ScoreReport) -> str:
     """A short human summary of :func:`report_payload` or :func:`models_report_payload`.
 
     With several models the table shows each model's prompt score, their sum and the normalized
@@ -258,7 +333,7 @@ def report_markdown(payload: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _models_table(payload: Mapping[str, Any], models: Sequence[str]) -> list[str]:
+def _models_table(payload: ScoreReport, models: Sequence[str]) -> list[str]:
     """Markdown lines: how the totals are formed, then one row per program in ranking order."""
     lines = [
         f"Models: {', '.join(models)}. Each model is scored on its own (weights, trial and character "
@@ -281,7 +356,7 @@ def _models_table(payload: Mapping[str, Any], models: Sequence[str]) -> list[str
     return lines
 
 
-def winner_sentence(ranking: Mapping[str, Any]) -> str:
+def winner_sentence(ranking: RankingPayload) -> str:
     """One line on the winner that never names a leader as winner the policy did not declare.
 
     The policy requires the winner to overcome the zero-shot baseline; a reader skimming the
@@ -303,9 +378,9 @@ def write_results(
     result: CompetitionScores,
     ranking: Ranking,
     *,
-    classifier: Mapping[str, Any] | None = None,
+    classifier: Mapping[str, JSON] | None = None,
     eol: str = "\r\n",
-) -> tuple[dict[str, Any], list[Path]]:
+) -> tuple[ScoreReport, list[Path]]:
     """Write one model's four official files plus ``report.json`` / ``report.md``."""
     written = []
     for name, text in official_files(result, eol=eol).items():
@@ -317,6 +392,11 @@ def write_results(
 
 
 __all__ = [
+    "ModelProgramRow",
+    "ModelsBreakdown",
+    "ProgramRow",
+    "ScoreReport",
+    "WeightRow",
     "constants_json",
     "models_report_payload",
     "official_files",

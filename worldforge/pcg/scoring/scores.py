@@ -34,14 +34,49 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact
 from fractions import Fraction
-from typing import Any, Union
+from typing import NotRequired, TypedDict, Union
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 
 DECIMAL_PLACES = 20
 Number = Union[Decimal, float]  # noqa: UP007 - used at run time in isinstance-free annotations
+#: What :meth:`Arithmetic.num` takes: a JSON-parsed number (``int``/``float``), a ``Decimal`` or
+#: the text of a number.
+Operand = Union[float, Decimal, str]  # noqa: UP007 - a runtime alias, like Number
 _EXACT = Context(prec=100_000, traps=[Inexact])
+
+
+class MissingInput(TypedDict):
+    """An input scored as 0 and listed: which program and input, and why; per letter (and trial)
+    for one model's files, per model when a model's results lack the program."""
+
+    program: str
+    input: str
+    reason: str
+    character: NotRequired[str]
+    trial: NotRequired[int]
+    model: NotRequired[str]
+
+
+class RankEntryPayload(TypedDict):
+    program: str
+    normalized_score: str
+    prompt_length: int | None
+    baseline: bool
+    rank: int | None
+
+
+class RankingPayload(TypedDict):
+    """:meth:`Ranking.to_dict`: the ranking as the report files carry it (scores as text)."""
+
+    entries: list[RankEntryPayload]
+    winners: list[str]
+    leaders: list[str]
+    decided_by: str
+    zero_shot_baseline: str | None
+    winner_beats_zero_shot: bool | None
+    tie_break_measure: str
 
 
 def to_fixed(value: Decimal) -> str:
@@ -57,7 +92,7 @@ class Arithmetic:
 
     exact = False
 
-    def num(self, value: Any) -> Number:
+    def num(self, value: Operand) -> Number:
         """A JSON-parsed number (``int``/``float``/``Decimal``/``str``) as an operand."""
         if isinstance(value, bool) or value is None:
             raise WorldForgeError(f"expected a number, got {value!r}.")
@@ -91,7 +126,7 @@ class ExactArithmetic(Arithmetic):
 
     exact = True
 
-    def num(self, value: Any) -> Decimal:
+    def num(self, value: Operand) -> Decimal:
         if isinstance(value, bool) or value is None:
             raise WorldForgeError(f"expected a number, got {value!r}.")
         if isinstance(value, float):
@@ -157,10 +192,10 @@ class ProgramData:
     """
 
     name: str
-    stability: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
-    similarity: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
-    diversity: dict[str, Any] = field(default_factory=dict)
-    missing: list[dict[str, Any]] = field(default_factory=list)
+    stability: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    similarity: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    diversity: dict[str, float] = field(default_factory=dict)
+    missing: list[MissingInput] = field(default_factory=list)
     prompt_length: int | None = None
 
 
@@ -214,14 +249,12 @@ class CompetitionScores:
     character_rows: list[CharacterRow]
     programs: list[ProgramScore]  # official order: normalized score descending, stable
     competition: Number
-    missing: list[dict[str, Any]]
+    missing: list[MissingInput]
     prompt_lengths: dict[str, int | None]
 
 
-def _missing(
-    program: str, character: str, kind: str, reason: str, trial: int | None = None
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {"program": program, "character": character, "input": kind, "reason": reason}
+def _missing(program: str, character: str, kind: str, reason: str, trial: int | None = None) -> MissingInput:
+    entry: MissingInput = {"program": program, "character": character, "input": kind, "reason": reason}
     if trial is not None:
         entry["trial"] = trial
     return entry
@@ -256,10 +289,10 @@ def score_competition(
     for c in chars:
         sta_sum, sim_sum, div_sum = ar.zero(), ar.zero(), ar.zero()
         for p in programs:
-            for _, score in p.stability.get(c, []):
-                sta_sum = ar.add(sta_sum, ar.num(score))
-            for _, sim in p.similarity.get(c, []):
-                sim_sum = ar.add(sim_sum, ar.num(sim))
+            for _, raw_sta in p.stability.get(c, []):
+                sta_sum = ar.add(sta_sum, ar.num(raw_sta))
+            for _, raw_sim in p.similarity.get(c, []):
+                sim_sum = ar.add(sim_sum, ar.num(raw_sim))
             div_sum = ar.add(div_sum, ar.num(p.diversity.get(c, 0)))
         w_sta = weight_of(sta_sum, n_prog * trials)
         w_sim = weight_of(sim_sum, n_prog * trials)
@@ -268,7 +301,7 @@ def score_competition(
 
     trial_rows: list[TrialRow] = []
     char_rows: list[CharacterRow] = []
-    missing: list[dict[str, Any]] = []
+    missing: list[MissingInput] = []
     prompt_scores: list[Number] = []
     zero = ar.zero()
     for p in programs:
@@ -374,7 +407,7 @@ class Ranking:
     #: is empty when they do not (the ranking policy declares no winner then).
     leaders: tuple[str, ...] = ()
 
-    def to_dict(self, ar: Arithmetic) -> dict[str, Any]:
+    def to_dict(self, ar: Arithmetic) -> RankingPayload:
         return {
             "entries": [
                 {
@@ -447,10 +480,21 @@ def rank_programs(
     return Ranking(entries, winners, decided, zs if zs in dict(scores) else None, beats, leaders)
 
 
-def ranking_for(result: CompetitionScores, **options: Any) -> Ranking:
-    """:func:`rank_programs` over one model's normalized scores and recorded prompt lengths."""
-    options.setdefault("prompt_lengths", result.prompt_lengths)
-    return rank_programs([(p.program, p.normalized) for p in result.programs], **options)
+def ranking_for(
+    result: CompetitionScores,
+    *,
+    prompt_lengths: Mapping[str, int | None] | None = None,
+    baselines: Sequence[str] | None = None,
+    zero_shot: str | None = None,
+) -> Ranking:
+    """:func:`rank_programs` over one model's normalized scores and (unless given) the prompt
+    lengths recorded with them."""
+    return rank_programs(
+        [(p.program, p.normalized) for p in result.programs],
+        prompt_lengths=result.prompt_lengths if prompt_lengths is None else prompt_lengths,
+        baselines=baselines,
+        zero_shot=zero_shot,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -466,7 +510,7 @@ class MultiModelScores:
     normalized: dict[str, Number]
     normalized_per_model: dict[str, dict[str, Number]]
     competition: Number
-    missing: list[dict[str, Any]]
+    missing: list[MissingInput]
 
 
 def combine_models(results: Mapping[str, CompetitionScores]) -> MultiModelScores:
@@ -486,7 +530,7 @@ def combine_models(results: Mapping[str, CompetitionScores]) -> MultiModelScores
         names.extend(p.program for p in r.programs if p.program not in names)
     names.sort()
     per_model: dict[str, dict[str, Number]] = {n: {} for n in names}
-    missing: list[dict[str, Any]] = []
+    missing: list[MissingInput] = []
     for model, r in results.items():
         scores = {p.program: p.prompt for p in r.programs}
         for n in names:
@@ -525,11 +569,15 @@ __all__ = [
     "CharacterWeight",
     "CompetitionScores",
     "ExactArithmetic",
+    "MissingInput",
     "MultiModelScores",
+    "Operand",
     "ProgramData",
     "ProgramScore",
     "RankEntry",
+    "RankEntryPayload",
     "Ranking",
+    "RankingPayload",
     "TrialRow",
     "arithmetic",
     "combine_models",

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict, TypeGuard
 
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.errors import StageError, WorldForgeError
@@ -57,6 +57,39 @@ def level_key(level_bytes: bytes, trials: int, version: str | None = None) -> st
     )
 
 
+class PhysicsEntry(TypedDict):
+    """One level's stored simulation: ``error`` alone when it failed, else the counts, stability
+    and each dynamic body's final pose ``[x, y, angle]`` and liveness (1/0)."""
+
+    error: str | None
+    total_blocks: NotRequired[int]
+    moving_blocks: NotRequired[int]
+    destroyed_blocks: NotRequired[int]
+    stability: NotRequired[float]
+    final: NotRequired[list[list[float]]]
+    alive: NotRequired[list[int]]
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_physics_entry(value: object) -> TypeGuard[PhysicsEntry]:
+    """An entry as :func:`run_physics_job` stores it (a failure's ``error``, or every field of a
+    success with its type); anything else in a sidecar is a miss, simulated again."""
+    if not isinstance(value, dict) or "error" not in value:
+        return False
+    if isinstance(value["error"], str):
+        return True
+    return (
+        value["error"] is None
+        and all(_is_count(value.get(k)) for k in ("total_blocks", "moving_blocks", "destroyed_blocks"))
+        and isinstance(value.get("stability"), int | float)
+        and isinstance(value.get("final"), list)
+        and isinstance(value.get("alive"), list)
+    )
+
+
 @dataclass(frozen=True)
 class PhysicsJob:
     """One level's work, as plain picklable values: simulate unless ``entry`` is given; render when
@@ -65,14 +98,14 @@ class PhysicsJob:
     xml: str
     trials: int
     render: bool
-    entry: Mapping[str, Any] | None = None
+    entry: PhysicsEntry | None = None
 
 
 @dataclass(frozen=True)
 class PhysicsOutcome:
     """What a worker returns: the entry to store (``error`` set when simulation failed) and the PNG."""
 
-    entry: dict[str, Any]
+    entry: PhysicsEntry
     png: bytes | None = None
 
     @property
@@ -80,7 +113,7 @@ class PhysicsOutcome:
         return self.entry.get("error") is None
 
 
-def _entry_of(result: Any) -> dict[str, Any]:
+def _entry_of(result: StabilityResult) -> PhysicsEntry:
     return {
         "error": None,
         "total_blocks": result.total_blocks,
@@ -92,7 +125,7 @@ def _entry_of(result: Any) -> dict[str, Any]:
     }
 
 
-def _result_from_entry(xml: str, entry: Mapping[str, Any]) -> Any:
+def _result_from_entry(xml: str, entry: PhysicsEntry) -> StabilityResult:
     """A :class:`~worldforge.pcg.sim.physics.StabilityResult` with the stored poses (what rendering reads)."""
     objects = parse_level_xml(xml).dynamic_objects
     final = tuple(Pose(float(x), float(y), float(a)) for x, y, a in entry["final"])
@@ -117,7 +150,7 @@ def _result_from_entry(xml: str, entry: Mapping[str, Any]) -> Any:
 def run_physics_job(job: PhysicsJob) -> PhysicsOutcome:
     """Simulate (or take the stored entry) and render one level; failures are data, never raised."""
     if job.entry is not None:
-        entry = dict(job.entry)
+        entry = job.entry.copy()
         if entry.get("error") is not None or not job.render:
             return PhysicsOutcome(entry)
         try:
@@ -136,22 +169,22 @@ class PhysicsCache:
 
     def __init__(self, source: Path) -> None:
         self.path = source / CACHE_DIR / CACHE_FILE
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, PhysicsEntry] = {}
         self.hits = 0
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
         if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict):
-            self.entries = {k: v for k, v in data["entries"].items() if isinstance(v, dict)}
+            self.entries = {k: v for k, v in data["entries"].items() if is_physics_entry(v)}
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> PhysicsEntry | None:
         entry = self.entries.get(key)
         if entry is not None:
             self.hits += 1
         return entry
 
-    def save(self, current: Mapping[str, Mapping[str, Any]]) -> None:
+    def save(self, current: Mapping[str, PhysicsEntry]) -> None:
         """Keep the entries of the folder's current levels only (the sidecar never outgrows it)."""
         payload = {"format": FORMAT, "entries": dict(current)}
         # Not fsynced: a sidecar an operating-system crash damaged does not parse and is rebuilt.
@@ -161,9 +194,11 @@ class PhysicsCache:
 __all__ = [
     "CACHE_DIR",
     "PhysicsCache",
+    "PhysicsEntry",
     "PhysicsJob",
     "PhysicsOutcome",
     "level_key",
+    "is_physics_entry",
     "physics_version",
     "run_physics_job",
 ]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from worldforge import heavy
 from worldforge.core.errors import WorldForgeError
@@ -91,6 +91,34 @@ class RunResult:
     alive: tuple[bool, ...]
 
 
+class BlockSummary(TypedDict):
+    """One body of a simulated level: its start and final pose, how far it moved and its fate."""
+
+    type: str
+    kind: str
+    start: list[float]
+    final: list[float]
+    displacement: float
+    moving: bool
+    destroyed: bool
+
+
+class StabilitySummary(TypedDict):
+    """:meth:`StabilityResult.to_dict`: the stability figures and, per body, what happened to it."""
+
+    total_blocks: int
+    moving_blocks: int
+    destroyed_blocks: int
+    stability: float
+    trials: int
+    runs: list[float]
+    steps: int
+    settled_step: int | None
+    max_displacement: float
+    #: Per-body details (a caller that does not show them drops them).
+    blocks: NotRequired[list[BlockSummary]]
+
+
 @dataclass(frozen=True)
 class StabilityResult:
     """Stability of one level: the best run's score and the last run's details (as the evaluator)."""
@@ -113,7 +141,7 @@ class StabilityResult:
     def stable(self) -> bool:
         return self.moving_blocks == 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StabilitySummary:
         """JSON-native summary (deterministic: no timings)."""
         return {
             "total_blocks": self.total_blocks,
@@ -405,4 +433,12 @@ def simulate(level: Level | str | bytes, *, trials: int = 1, duration: float = D
     )
 
 
-__all__ = ["MOVEMENT_THRESHOLD", "Pose", "RunResult", "StabilityResult", "simulate"]
+__all__ = [
+    "MOVEMENT_THRESHOLD",
+    "BlockSummary",
+    "Pose",
+    "RunResult",
+    "StabilityResult",
+    "StabilitySummary",
+    "simulate",
+]

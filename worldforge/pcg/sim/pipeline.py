@@ -15,17 +15,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.execution.local import default_workers
 from worldforge.pcg.levels.convert import convert
-from worldforge.pcg.levels.extract import extract_code
-from worldforge.pcg.sim.physics import simulate
+from worldforge.pcg.levels.extract import DroppedCallFields, extract_code
+from worldforge.pcg.sim.physics import StabilitySummary, simulate
 from worldforge.pcg.sim.render import render_png
 
 InputKind = Literal["reply", "program", "xml"]
 STAGES = ("extract", "convert", "simulate", "render")
+
+
+class LevelSummary(TypedDict):
+    """:meth:`LevelOutcome.summary`: whether a level made it, where it failed, its stability."""
+
+    ok: bool
+    failed_stage: str | None
+    error: str | None
+    total_blocks: int
+    moving_blocks: int
+    destroyed_blocks: int
+    stability: float | None
 
 
 @dataclass(frozen=True)
@@ -40,15 +52,15 @@ class LevelOutcome:
     moving_blocks: int = 0
     destroyed_blocks: int = 0
     stability: float | None = None
-    simulation: dict[str, Any] | None = field(default=None, repr=False)
+    simulation: StabilitySummary | None = field(default=None, repr=False)
     png: bytes | None = field(default=None, repr=False)
-    dropped: tuple[dict[str, object], ...] = ()
+    dropped: tuple[DroppedCallFields, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.failed_stage is None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LevelSummary:
         """JSON-native summary without the PNG and per-block details."""
         return {
             "ok": self.ok,
@@ -172,6 +184,7 @@ def run_batch(
 __all__ = [
     "STAGES",
     "LevelOutcome",
+    "LevelSummary",
     "iter_batch",
     "run_batch",
     "run_level",

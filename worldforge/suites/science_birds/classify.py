@@ -17,19 +17,24 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.execution import NodeFuture, StatefulPool, stateful_pool
 from worldforge.pcg.similarity.prep import PreparedPng
 from worldforge.suites.science_birds.config import Classifier
+from worldforge.suites.science_birds.records import is_classify_value
 from worldforge.suites.science_birds.stage_cache import StageCache
 
 #: ``(softmax, embedding)`` of one image.
 Vectors = tuple[list[float], list[float]]
+#: The classifier input a level worker prepared from an image's render (``None``: not prepared).
+Prepared = NDArray[np.float32] | None
 
 
 def actor_classifier(spec: str | None) -> Classifier:
@@ -41,8 +46,8 @@ def actor_classifier(spec: str | None) -> Classifier:
 
 def classify_batch(
     classifier: Classifier,
-    identity: Mapping[str, Any],
-    items: Sequence[tuple[bytes, Any]],
+    identity: Mapping[str, object],
+    items: Sequence[tuple[bytes, Prepared]],
     embedding: bool,
 ) -> list[Vectors]:
     """Runs in an actor: vectors for ``(png, prepared or None)`` items, in input order."""
@@ -55,7 +60,7 @@ def classify_batch(
     return classifier.classify(_inputs(items), embedding)
 
 
-def _inputs(items: Sequence[tuple[bytes, Any]]) -> list[Any]:
+def _inputs(items: Sequence[tuple[bytes, Prepared]]) -> list[bytes]:
     """The classifier's inputs: each PNG with the input its level worker prepared, when there is one."""
     return [PreparedPng(png, prep) if prep is not None else png for png, prep in items]
 
@@ -77,16 +82,18 @@ class PendingVectors:
 class ItemClassifier:
     """Vectors per item for a run (see the module docstring)."""
 
-    def __init__(self, classifier: Any, cache: StageCache, *, embedding: bool, single_thread: bool) -> None:
+    def __init__(
+        self, classifier: Classifier, cache: StageCache, *, embedding: bool, single_thread: bool
+    ) -> None:
         self.classifier = classifier
         self.cache = cache
         self.embedding = embedding
         self.single_thread = single_thread
         self.ident = digest_payload({"classifier": classifier.identity(), "embedding": embedding})
         self.pool: StatefulPool | None = None
-        self._executor: Any = None
+        self._executor: Executor | None = None
 
-    def use_executor(self, executor: Any) -> None:
+    def use_executor(self, executor: Executor | None) -> None:
         """Classify in the executor's long-lived workers when it has them (Ray actors; started at
         the first image that is not cached). Only the suite's own :class:`Classifier` can be
         rebuilt there (by its spec); any other classifier object stays in this process."""
@@ -114,13 +121,13 @@ class ItemClassifier:
             self.pool.shutdown()
             self.pool = None
 
-    def start(self, pngs: Mapping[str, bytes], prepared: Mapping[str, Any]) -> PendingVectors:
+    def start(self, pngs: Mapping[str, bytes], prepared: Mapping[str, Prepared]) -> PendingVectors:
         """Cached vectors now; the rest classified here (done on return) or sent to an actor."""
         pending = PendingVectors({})
         for iid, png in pngs.items():
             key = StageCache.key("classify", self.ident, digest_bytes(png))
             cached = self.cache.get_json("classify", key)
-            if cached is not None:
+            if isinstance(cached, dict) and is_classify_value(cached):
                 pending.vectors[iid] = (cached["softmax"], cached["embedding"])
             else:
                 pending.missing.append((iid, key))

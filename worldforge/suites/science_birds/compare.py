@@ -21,14 +21,14 @@ are compared on what matches and the rest is listed; nothing about two valid run
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 
+from worldforge.core.canonical import JSONObject
 from worldforge.core.digests import digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs.prompt import PromptProgram
@@ -40,20 +40,84 @@ from worldforge.pcg.scoring.uncertainty import (
     rounded,
 )
 from worldforge.suites.science_birds.compare_stats import (
+    MethodNote,
     ProgramChange,
+    ProgramChangePayload,
     mean_or_zero,
     method_note,
     paired_changes,
 )
+from worldforge.suites.science_birds.records import ItemRecord, is_item_record
 from worldforge.suites.science_birds.scores import score_model
+from worldforge.workspace.entries import InputEntry
 from worldforge.workspace.eventlog import read_chain
 from worldforge.workspace.layout import EVENTS_NAME
-from worldforge.workspace.records import ItemFile, read_run_manifest
+from worldforge.workspace.records import iter_item_files, read_run_manifest
 
 SUITE = "science-birds"
 SCHEMA = "worldforge.run-comparison/1"
 #: How many moved letters the comparison lists (and the HTML gallery shows).
 MOVED_LETTERS = 8
+
+
+class ProgramMatch(TypedDict):
+    """A program of run A (``a``) matched to one of run B (``b``), and by which rule."""
+
+    a: str
+    b: str
+    #: ``same`` (digest), ``modified`` (name) or ``renamed`` (prompts).
+    match: str
+
+
+class ProgramPair(TypedDict):
+    """A program of either run: matched, ``removed`` (only in A) or ``added`` (only in B)."""
+
+    a: str | None
+    b: str | None
+    match: str
+
+
+class MovedLetter(TypedDict):
+    """A (program, model, letter) cell whose mean stability or similarity moved: A's value, then B's."""
+
+    program: str
+    model: str
+    letter: str
+    stability: list[float]
+    similarity: list[float]
+    moved: float
+    thumbnails: list[str | None]
+
+
+class StageChange(TypedDict):
+    """Whether a stage changed across the matched cells; the classifier and physics rows name the
+    versions or weights each run used."""
+
+    stage: str
+    changed: bool
+    differing: int
+    a: NotRequired[list[str]]
+    b: NotRequired[list[str]]
+    note: str
+
+
+class ComparisonPayload(TypedDict):
+    """:meth:`RunComparison.to_dict`: the ``science_birds`` part of ``runs diff --format json``."""
+
+    schema: str
+    a: str
+    b: str
+    status: str
+    reason: str | None
+    letters: str
+    models: list[str]
+    programs: list[ProgramPair]
+    changes: list[ProgramChangePayload]
+    regressions: list[str]
+    moved_letters: list[MovedLetter]
+    stages: list[StageChange]
+    mismatches: list[str]
+    method: MethodNote
 
 
 @dataclass
@@ -66,10 +130,10 @@ class RunSide:
     trials: int
     models: tuple[str, ...]
     programs: dict[str, str | None]  # name -> program digest (None when the manifest lacks it)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[ItemRecord] = field(default_factory=list)
     replay_of: str | None = None
 
-    def cells(self) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    def cells(self) -> dict[tuple[str, str, str, int], ItemRecord]:
         """Records by (program, model, letter, trial)."""
         return {
             (str(r["program"]), str(r["model"]), str(r["letter"]), int(r["trial"])): r for r in self.records
@@ -77,17 +141,18 @@ class RunSide:
 
     def prompt_key(self, program: str) -> str | None:
         """The program's prompts for every letter, by digest: equal under a rename."""
-        seen: dict[str, Any] = {}
+        seen: dict[str, list[str]] = {}
         for r in self.records:
             if r["program"] == program and isinstance(r.get("prompt_digests"), list):
                 seen.setdefault(str(r["letter"]), r["prompt_digests"])
         return digest_payload(dict(sorted(seen.items()))) if seen else None
 
 
-def _evaluation_value(inputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _evaluation_value(inputs: Sequence[InputEntry]) -> JSONObject:
     for entry in inputs:
-        if entry.get("name") == "evaluation" and isinstance(entry.get("value"), dict):
-            return dict(entry["value"])
+        value = entry.get("value")
+        if entry.get("name") == "evaluation" and isinstance(value, dict):
+            return dict(value)
     return {}
 
 
@@ -100,31 +165,23 @@ def _replay_of(run_dir: Path) -> str | None:
     return None
 
 
-def _records(run_dir: Path) -> list[dict[str, Any]]:
-    """The item records that carry a scored cell; unreadable files are skipped (``verify`` finds them)."""
-    found: list[dict[str, Any]] = []
-    folder = run_dir / "items"
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            item = ItemFile.from_dict(json.loads(path.read_text(encoding="utf-8")), source=path.name)
-            record = item.record
-            if isinstance(record, dict) and all(k in record for k in ("program", "model", "letter")):
-                int(record["trial"])
-                found.append(record)
-        except (ValueError, KeyError, TypeError, OSError, WorldForgeError):
-            continue
-    return found
+def _records(run_dir: Path) -> list[ItemRecord]:
+    """The item records that carry a scored cell; unreadable files, and records that are not whole,
+    are skipped (``verify`` finds them)."""
+    return [item.record for item in iter_item_files(run_dir) if is_item_record(item.record)]
 
 
 def load_side(run_dir: Path) -> RunSide:
     """One run as the comparison sees it (``WorldForgeError`` when it is not a run at all)."""
     manifest = read_run_manifest(run_dir)
     value = _evaluation_value(manifest.inputs)
-    config: dict[str, Any] = value["config"] if isinstance(value.get("config"), dict) else {}
+    found = value.get("config")
+    config: JSONObject = found if isinstance(found, dict) else {}
     records = _records(run_dir)
     letters = str(config.get("letters") or "") or "".join(sorted({str(r["letter"]) for r in records}))
     programs: dict[str, str | None] = {}
-    for entry in config.get("programs") or []:
+    listed = config.get("programs")
+    for entry in listed if isinstance(listed, list) else []:
         if isinstance(entry, dict) and entry.get("name"):
             programs[str(entry["name"])] = str(entry["digest"]) if entry.get("digest") else None
     for r in records:
@@ -148,12 +205,12 @@ def load_side(run_dir: Path) -> RunSide:
     )
 
 
-def match_programs(a: RunSide, b: RunSide) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+def match_programs(a: RunSide, b: RunSide) -> tuple[list[ProgramMatch], list[str], list[str]]:
     """Matched programs (``{"a", "b", "match"}``), then the removed and the added ones."""
     left, right = list(a.programs), list(b.programs)
-    matched: list[dict[str, Any]] = []
+    matched: list[ProgramMatch] = []
 
-    def take(rule: str, same: Any) -> None:
+    def take(rule: str, same: Callable[[str, str], bool]) -> None:
         for name_a in list(left):
             partner = next((n for n in right if same(name_a, n)), None)
             if partner is not None:
@@ -205,13 +262,13 @@ def _matrix(
     return out
 
 
-def _means(records: Sequence[Mapping[str, Any]], key: str) -> float:
-    return mean_or_zero([float(r.get(key) or 0.0) if r.get("status") == "ok" else 0.0 for r in records])
+def _means(records: Sequence[ItemRecord], key: Literal["sta", "sim"]) -> float:
+    return mean_or_zero([float(r[key] or 0.0) if r.get("status") == "ok" else 0.0 for r in records])
 
 
-def _by_cell(side: RunSide) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+def _by_cell(side: RunSide) -> dict[tuple[str, str, str], list[ItemRecord]]:
     """Records by (program, model, letter), in trial order."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[ItemRecord]] = {}
     for (program, model, letter, _), record in sorted(side.cells().items()):
         groups.setdefault((program, model, letter), []).append(record)
     return groups
@@ -220,13 +277,13 @@ def _by_cell(side: RunSide) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
 def moved_letters(
     a: RunSide,
     b: RunSide,
-    matched: Sequence[Mapping[str, str]],
+    matched: Sequence[ProgramMatch],
     models: Sequence[str],
     letters: Sequence[str],
-) -> list[dict[str, Any]]:
+) -> list[MovedLetter]:
     """The (program, model, letter) cells whose mean stability or similarity moved most."""
     groups_a, groups_b = _by_cell(a), _by_cell(b)
-    rows: list[dict[str, Any]] = []
+    rows: list[MovedLetter] = []
     for pair in matched:
         for model in models:
             for letter in letters:
@@ -254,16 +311,23 @@ def moved_letters(
     return rows[:MOVED_LETTERS]
 
 
-def _stage_values(records: Sequence[Mapping[str, Any]], stage: str, key: str) -> list[str]:
+def _stage_values(records: Sequence[ItemRecord], stage: str, key: str) -> list[str]:
     values = set()
     for r in records:
-        meta = (r.get("stages") or {}).get(stage)
-        if isinstance(meta, dict) and meta.get(key):
-            values.add(str(meta[key]))
+        meta: Mapping[str, object] | None = (r.get("stages") or {}).get(stage)
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if value:
+            values.add(str(value))
     return sorted(values)
 
 
-def stage_changes(a: RunSide, b: RunSide, matched: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+def _stage_digest(record: ItemRecord, stage: str) -> object:
+    """The digest a record's stage entry holds (``None`` when the stage did not run)."""
+    entry: Mapping[str, object] | None = (record.get("stages") or {}).get(stage)
+    return (entry or {}).get("digest")
+
+
+def stage_changes(a: RunSide, b: RunSide, matched: Sequence[ProgramMatch]) -> list[StageChange]:
     """Which stages changed across the matched cells: replies, classifier weights, physics code."""
     names = {p["a"]: p["b"] for p in matched}
     cells_b = b.cells()
@@ -274,12 +338,7 @@ def stage_changes(a: RunSide, b: RunSide, matched: Sequence[Mapping[str, str]]) 
     ]
 
     def differing(stage: str) -> int:
-        return sum(
-            1
-            for ra, rb in pairs
-            if ((ra.get("stages") or {}).get(stage) or {}).get("digest")
-            != ((rb.get("stages") or {}).get(stage) or {}).get("digest")
-        )
+        return sum(1 for ra, rb in pairs if _stage_digest(ra, stage) != _stage_digest(rb, stage))
 
     recs_a, recs_b = [p[0] for p in pairs], [p[1] for p in pairs]
     replies = differing("generate")
@@ -293,7 +352,7 @@ def stage_changes(a: RunSide, b: RunSide, matched: Sequence[Mapping[str, str]]) 
         generation = f"new replies: {replies} of {len(pairs)} differ"
     else:
         generation = f"the same replies in all {len(pairs)} cells"
-    rows: list[dict[str, Any]] = [
+    rows: list[StageChange] = [
         {"stage": "generation", "changed": replies > 0, "differing": replies, "note": generation}
     ]
     for stage, label, key in (
@@ -326,10 +385,10 @@ class RunComparison:
     reason: str | None
     letters: tuple[str, ...]
     models: tuple[str, ...]
-    programs: list[dict[str, Any]]
+    programs: list[ProgramPair]
     changes: list[ProgramChange]
-    moved: list[dict[str, Any]]
-    stages: list[dict[str, Any]]
+    moved: list[MovedLetter]
+    stages: list[StageChange]
     mismatches: list[str]
     resamples: int
     seed: int
@@ -338,7 +397,7 @@ class RunComparison:
     def regressions(self) -> list[str]:
         return [c.program for c in self.changes if c.regressed]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ComparisonPayload:
         return {
             "schema": SCHEMA,
             "a": self.a,
@@ -384,7 +443,7 @@ def compare_sides(a: RunSide, b: RunSide, *, resamples: int, seed: int) -> RunCo
     letters = tuple(c for c in a.letters if c in b.letters)
     models = tuple(m for m in a.models if m in b.models)
     mismatches = _mismatches(a, b, removed, added)
-    programs = [{"a": p["a"], "b": p["b"], "match": p["match"]} for p in matched]
+    programs: list[ProgramPair] = [{"a": p["a"], "b": p["b"], "match": p["match"]} for p in matched]
     programs += [{"a": n, "b": None, "match": "removed"} for n in removed]
     programs += [{"a": None, "b": n, "match": "added"} for n in added]
 
@@ -447,8 +506,13 @@ __all__ = [
     "MOVED_LETTERS",
     "SCHEMA",
     "SUITE",
+    "ComparisonPayload",
+    "MovedLetter",
+    "ProgramMatch",
+    "ProgramPair",
     "RunComparison",
     "RunSide",
+    "StageChange",
     "character_scores",
     "compare_runs",
     "compare_sides",

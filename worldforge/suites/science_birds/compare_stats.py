@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -39,6 +39,44 @@ from worldforge.pcg.scoring.uncertainty import (
 ALPHA = 0.05
 #: A per-letter difference within this fraction of the larger score is float noise, not a change.
 NOISE = 1e-12
+
+
+class SignFlipPayload(TypedDict):
+    method: str
+    letters_differing: int
+    assignments: int
+    p_value: float
+    p_holm: float
+
+
+class ProgramChangePayload(TypedDict):
+    """:meth:`ProgramChange.to_dict`: one program's change as ``runs diff`` writes it."""
+
+    program: str
+    program_a: str
+    delta_prompt_score: float
+    prompt_score_interval: list[float]
+    delta_normalized: float
+    normalized_interval: list[float]
+    sign_flip: SignFlipPayload
+    regressed: bool
+    improved: bool
+    significant: bool
+    verdict: str
+
+
+class MethodNote(TypedDict):
+    """How the comparison's numbers were made (:func:`method_note`)."""
+
+    cluster: str
+    resamples: int
+    seed: int
+    level: float
+    interval: str
+    weights: str
+    sign_flip: str
+    regression: str
+    alpha: float
 
 
 @dataclass(frozen=True)
@@ -79,7 +117,7 @@ class ProgramChange:
             return "improvement"
         return "within noise"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProgramChangePayload:
         return {
             "program": self.program,
             "program_a": self.program_a,
@@ -154,7 +192,7 @@ def paired_changes(
     ]
 
 
-def method_note(resamples: int, seed: int) -> dict[str, Any]:
+def method_note(resamples: int, seed: int) -> MethodNote:
     """The settings recorded beside the numbers, so a reader can rerun them."""
     return {
         "cluster": "letter (the shared letters drawn with replacement; one draw for both runs and "
@@ -177,4 +215,13 @@ def mean_or_zero(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
 
 
-__all__ = ["ALPHA", "ProgramChange", "mean_or_zero", "method_note", "paired_changes"]
+__all__ = [
+    "ALPHA",
+    "MethodNote",
+    "ProgramChange",
+    "ProgramChangePayload",
+    "SignFlipPayload",
+    "mean_or_zero",
+    "method_note",
+    "paired_changes",
+]

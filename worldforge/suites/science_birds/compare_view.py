@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from worldforge.pcg.scoring.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
 from worldforge.reports.html_parts import esc, kv, page, table
-from worldforge.suites.science_birds.compare import RunComparison, compare_runs
-from worldforge.workspace.diff import diff_runs
+from worldforge.suites.science_birds.compare import MovedLetter, RunComparison, compare_runs
+from worldforge.workspace.diff import RunDiffReport, diff_runs
 
 #: Extra CSS of the comparison page: the gallery's pairs wrap to one per row on a phone.
 GALLERY_CSS = (
@@ -37,12 +36,12 @@ def _interval(values: list[float], digits: int) -> str:
 class RunDiff:
     """The digest diff of two runs and, for science-birds runs, the program comparison."""
 
-    digests: dict[str, Any]
+    digests: RunDiffReport
     comparison: RunComparison | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The diff's JSON, with ``science_birds`` added when there is a comparison."""
-        out = dict(self.digests)
+        out: dict[str, object] = dict(self.digests)
         if self.comparison is not None:
             out["science_birds"] = self.comparison.to_dict()
         return out
@@ -167,7 +166,7 @@ def _comparison_html(comp: RunComparison) -> str:
     return "".join(parts)
 
 
-def _figure(src: Any, caption: str) -> str:
+def _figure(src: object, caption: str) -> str:
     image = (
         f'<img src="{esc(src)}" alt="{esc(caption)}">'
         if isinstance(src, str) and src.startswith("data:image/png;base64,")
@@ -176,7 +175,7 @@ def _figure(src: Any, caption: str) -> str:
     return f"<figure>{image}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
-def _gallery(moved: list[dict[str, Any]]) -> str:
+def _gallery(moved: list[MovedLetter]) -> str:
     cards = []
     for row in moved:
         thumbs = row.get("thumbnails") or [None, None]

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn
 from rich.text import Text
 
 from worldforge.config import Price, parse_pricing, project_config
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program, resolve_programs
@@ -25,7 +26,8 @@ from worldforge.pcg.scoring.uncertainty import DEFAULT_SEED as UNCERTAINTY_SEED
 from worldforge.pcg.similarity.classifier import LetterClassifier, load_classifier
 from worldforge.pcg.similarity.prep import PrepSpec
 from worldforge.providers.registry import check_provider_options
-from worldforge.suites.science_birds.field import qualify_programs
+from worldforge.suites.science_birds.field import QualificationRow, qualify_programs
+from worldforge.suites.science_birds.records import ItemKeyFields
 
 DEFAULT_TRIALS = 10
 DEFAULT_SEED = 42
@@ -87,7 +89,7 @@ def _bool_option(options: Mapping[str, Any], key: str) -> bool:
     return value
 
 
-def _wheelhouse(value: Any) -> str | None:
+def _wheelhouse(value: object) -> str | None:
     """The folder of wheels submissions install from: absolute (the trials run elsewhere) and there
     now, so a typo fails before any environment is built."""
     if value is None:
@@ -102,7 +104,7 @@ def _wheelhouse(value: Any) -> str | None:
     return str(path)
 
 
-def _index_url(value: Any) -> str | None:
+def _index_url(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -167,7 +169,7 @@ class SuiteConfig:
     keep_unserved_replies: bool = False
     #: One row per submission team checked before the run (``--programs``, submission
     #: ``--program`` values): qualified or not, why, whether it ran. Empty without submissions.
-    qualification: tuple[dict[str, Any], ...] = ()
+    qualification: tuple[QualificationRow, ...] = ()
     #: Letter draws of the ranking's bootstrap (:mod:`worldforge.pcg.scoring.uncertainty`; 0: no
     #: intervals) and the seed that fixes them, so the intervals are part of the reproducible result.
     uncertainty_resamples: int = UNCERTAINTY_RESAMPLES
@@ -179,6 +181,11 @@ class SuiteConfig:
     #: items done are kept and the run resumes. Not an input: it changes when a run ends, not what
     #: any item holds.
     max_run_tokens: int | None = None
+
+    @property
+    def executor(self) -> str:
+        """The executor the level stages run on (``--executor``; ``local``: this machine's pool)."""
+        return str(self.options.get("executor") or "local")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> SuiteConfig:
@@ -237,13 +244,13 @@ class SuiteConfig:
             ),
         )
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
         """What enters the run's input digest (paths, workers and progress do not change results).
 
         ``keep_unserved_replies`` changes scores, so it enters too, but only when on: a run that
         leaves it off keeps the input digest it always had. The ranking-uncertainty settings change
         the report, not the items, and enter the same way: only when they differ from the defaults."""
-        identity: dict[str, Any] = {
+        identity: JSONObject = {
             "programs": [{"name": p.name, "digest": p.digest} for p in self.programs],
             "letters": "".join(self.letters),
             "trials": self.trials,
@@ -257,7 +264,7 @@ class SuiteConfig:
         if (self.uncertainty_resamples, self.uncertainty_seed) != (UNCERTAINTY_RESAMPLES, UNCERTAINTY_SEED):
             identity["uncertainty"] = {"resamples": self.uncertainty_resamples, "seed": self.uncertainty_seed}
         if self.pricing is not None:  # the report's costs follow from it; unpriced runs keep their digest
-            identity["pricing"] = {m: p.to_dict() for m, p in sorted(self.pricing.items())}
+            identity["pricing"] = {m: {**p.to_dict()} for m, p in sorted(self.pricing.items())}
         if self.qualification:  # which teams were left out, and why, changes the cohort
             identity["qualification"] = [
                 {"team": r["team"], "qualified": r["qualified"], "reasons": list(r.get("reasons") or [])}
@@ -279,7 +286,7 @@ class ItemKey:
         model = re.sub(r"[^A-Za-z0-9._-]+", "-", self.model)
         return f"{model}__{self.program}__{self.letter}__{self.trial:03d}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ItemKeyFields:
         return {"model": self.model, "program": self.program, "letter": self.letter, "trial": self.trial}
 
 
@@ -306,7 +313,7 @@ class Classifier:
             self._model = load_classifier(self.spec)
         return self._model
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, str]:
         return dict(self._load().identity)
 
     def prep_spec(self, channels: int, size: tuple[int, int]) -> PrepSpec | None:
@@ -335,7 +342,7 @@ class Classifier:
         return out
 
 
-def iter_progress_columns() -> Iterable[Any]:
+def iter_progress_columns() -> Iterable[ProgressColumn]:
     """Rich progress columns: bar, count, items/s and ETA.
 
     Items complete in chunk-sized bursts and resumed items arrive all at once, so the rate is the
@@ -343,22 +350,22 @@ def iter_progress_columns() -> Iterable[Any]:
     not rich's short-window speed estimate.
     """
 
-    def rate(task: Any) -> float | None:
+    def rate(task: Task) -> float | None:
         done = task.completed - task.fields.get("base", 0)
         elapsed = task.elapsed or 0.0
         return done / elapsed if done > 0 and elapsed > 0 else None
 
     class RateColumn(ProgressColumn):
-        def render(self, task: Any) -> Any:
+        def render(self, task: Task) -> Text:
             value = rate(task)
             return Text(f"{value:.1f} items/s" if value else "- items/s")
 
     class EtaColumn(ProgressColumn):
-        def render(self, task: Any) -> Any:
+        def render(self, task: Task) -> Text:
             value = rate(task)
             if task.finished:
                 return Text(f"done in {task.finished_time or task.elapsed or 0:.1f} s")
-            if not value:
+            if not value or task.total is None:  # no rate yet, or a task of unknown length
                 return Text("ETA -:--")
             left = int(round((task.total - task.completed) / value))
             return Text(f"ETA {left // 60}:{left % 60:02d}")

@@ -21,14 +21,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_file
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
+from worldforge.pcg.programs.prompt import Program
+from worldforge.pcg.programs.qualify import QualificationRecord
 from worldforge.pcg.programs.submission import SubmissionProgram, looks_like_submission
+from worldforge.suites.science_birds.records import ItemRecord
 
 #: Where a ``.zip`` field is unpacked: one folder per archive digest, so a resumed run reads the
 #: same team folders at the same paths.
 FIELD_ROOT = Path(tempfile.gettempdir()) / "worldforge-fields"
+
+
+class QualificationRow(QualificationRecord):
+    """One team checked before the run: the verdict and where the team came from (``--program``
+    or the field folder's name); a ``.zip`` field's ignored entries are added to its ``notes``."""
+
+    source: str
 
 
 def _sources(options: Mapping[str, Any]) -> list[str]:
@@ -48,7 +59,7 @@ def _extraction(source: Path) -> Path | None:
     return folder
 
 
-def qualify_programs(options: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def qualify_programs(options: Mapping[str, Any]) -> tuple[list[str], list[QualificationRow]]:
     """The program specs to run and the qualification table (one row per team checked).
 
     ``--program`` values that are submissions are checked too: one that does not qualify is a
@@ -64,7 +75,7 @@ def qualify_programs(options: Mapping[str, Any]) -> tuple[list[str], list[dict[s
 
     run_unqualified = bool(options.get("run_unqualified", False))
     specs: list[str] = []
-    table: list[dict[str, Any]] = []
+    table: list[QualificationRow] = []
     for spec in explicit_list:
         if not looks_like_submission(spec):
             specs.append(spec)
@@ -82,18 +93,18 @@ def qualify_programs(options: Mapping[str, Any]) -> tuple[list[str], list[dict[s
             raise WorldForgeError(f"--programs: {source}: no team folder in it.")
         for team in teams:
             verdict = qualify_team(team.path, name=team.name)
-            row = {**verdict.to_dict(), "source": path.name}
+            row: QualificationRow = {**verdict.to_dict(), "source": path.name}
             if ignored:
-                row["notes"] = [*row.get("notes", []), *(f"ignored in {path.name}: {i}" for i in ignored)]
+                row["notes"] = [*row["notes"], *(f"ignored in {path.name}: {i}" for i in ignored)]
             table.append(row)
             if verdict.qualified or run_unqualified:
                 specs.append(str(team.path))
     return specs, table
 
 
-def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> dict[str, Any]:
+def qualification_rows(table: Sequence[QualificationRow], ran: set[str]) -> JSONObject:
     """The report's qualification section: one row per team, whether it ran."""
-    rows = [
+    rows: list[JSON] = [
         {
             "team": row["team"],
             "qualified": bool(row["qualified"]),
@@ -105,7 +116,7 @@ def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> dic
         }
         for row in table
     ]
-    qualified = sum(1 for row in rows if row["qualified"])
+    qualified = sum(1 for row in table if row["qualified"])
     return {
         "title": "Qualification",
         "description": (
@@ -118,9 +129,9 @@ def qualification_rows(table: Sequence[Mapping[str, Any]], ran: set[str]) -> dic
 
 
 def team_summaries(
-    table: Sequence[Mapping[str, Any]],
-    records: Mapping[str, Mapping[str, Any]],
-    programs: Sequence[Any],
+    table: Sequence[QualificationRow],
+    records: Mapping[str, ItemRecord],
+    programs: Sequence[Program],
     tails: Mapping[str, str],
 ) -> dict[str, str]:
     """``science-birds/teams/<team>.md`` per submission team: sanitized, ready to send."""
@@ -146,8 +157,7 @@ def team_summaries(
             lines += [
                 f"- {count} x {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])
             ]
-        where = sorted({str((r.get("submission") or {}).get("where")) for r in failed.values()
-                        if (r.get("submission") or {}).get("where")})  # fmt: skip
+        where = sorted({str(spot) for r in failed.values() if (spot := _where(r))})
         if where:
             lines += ["", "Where: " + ", ".join(where[:10])]
         shown = [k for k in sorted(failed) if tails.get(k, "").strip()][:3]
@@ -159,4 +169,10 @@ def team_summaries(
     return out
 
 
-__all__ = ["FIELD_ROOT", "qualification_rows", "qualify_programs", "team_summaries"]
+def _where(record: ItemRecord) -> JSON:
+    """Where a submission trial raised, as its host reported it (``None`` when it did not say)."""
+    evidence = record.get("submission")
+    return evidence.get("where") if evidence is not None else None
+
+
+__all__ = ["FIELD_ROOT", "QualificationRow", "qualification_rows", "qualify_programs", "team_summaries"]

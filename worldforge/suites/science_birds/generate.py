@@ -22,13 +22,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from worldforge.core.canonical import JSON
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.errors import ProviderError, WorldForgeError
 from worldforge.forge import WorldForge
-from worldforge.gateway import Gateway
+from worldforge.gateway import Gateway, TrialSession
 from worldforge.gateway.upstream import policy_temperature
 from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
@@ -41,16 +43,24 @@ from worldforge.providers.chat import (
     TrialTranscript,
 )
 from worldforge.suites.science_birds.config import ItemKey, SuiteConfig
+from worldforge.suites.science_birds.records import GeneratedReply, ReplyValue, TrialUsage, is_reply_value
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import reply_preview, screen_reply
-from worldforge.suites.science_birds.submissions import submission_item
+from worldforge.suites.science_birds.submissions import SubmissionTrials, submission_item
 from worldforge.suites.science_birds.unserved import apply_rule
 
 #: One item to generate: its key, trial seed and input digest (as the runner queues them).
 Job = tuple[ItemKey, int, str]
 
 
-def trial_options(key: ItemKey, seed: int) -> dict[str, Any]:
+class TrialOptions(TypedDict):
+    """The options every call of a trial carries: the letter asked for and the trial's seed."""
+
+    target_character: str
+    trial_seed: int
+
+
+def trial_options(key: ItemKey, seed: int) -> TrialOptions:
     """The options every call of a prompt trial carries (the letter and seed the mock needs)."""
     return {"target_character": key.letter, "trial_seed": seed}
 
@@ -77,12 +87,12 @@ class PendingReplies:
     """One chunk's replies: futures for the concurrent items, the rest generated on :meth:`result`."""
 
     jobs: list[Job]
-    futures: dict[int, Future[dict[str, Any]]]
+    futures: dict[int, Future[GeneratedReply]]
     generator: Generator
 
-    def result(self) -> list[dict[str, Any]]:
+    def result(self) -> list[GeneratedReply]:
         """The replies in the chunk's order (sequential items are generated now, in order)."""
-        out: list[dict[str, Any]] = []
+        out: list[GeneratedReply] = []
         for index, (key, seed, _) in enumerate(self.jobs):
             future = self.futures.get(index)
             out.append(future.result() if future is not None else self.generator.generate(key, seed))
@@ -100,8 +110,8 @@ class Generator:
         *,
         gateway: Gateway | None,
         cache: StageCache,
-        model_identities: Mapping[str, Any],
-        submissions: Any = None,
+        model_identities: Mapping[str, JSON],
+        submissions: SubmissionTrials | None = None,
     ) -> None:
         self.config = config
         self.forge = forge
@@ -140,7 +150,7 @@ class Generator:
 
     def start(self, jobs: Sequence[Job]) -> PendingReplies:
         """Queue the chunk's concurrent items now (they run while earlier chunks are finished)."""
-        futures: dict[int, Future[dict[str, Any]]] = {}
+        futures: dict[int, Future[GeneratedReply]] = {}
         for index, (key, seed, _) in enumerate(jobs):
             pool = self._pool_for(key)
             if pool is not None:
@@ -155,7 +165,7 @@ class Generator:
         self._threads = self._submission_threads = None
 
     # -- one item ---------------------------------------------------------------------------------
-    def generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
+    def generate(self, key: ItemKey, seed: int) -> GeneratedReply:
         """One item's reply (or its failure) with the prompt digests and, via the gateway, exchanges;
         ``{"stopped": True, ...}`` once the run's token limit stopped generation at or before this
         trial (see :class:`~worldforge.gateway.Gateway`): such an item is not recorded."""
@@ -167,13 +177,15 @@ class Generator:
             return _stopped(gateway.stopped)
         return value
 
-    def _generate(self, key: ItemKey, seed: int) -> dict[str, Any]:
+    def _generate(self, key: ItemKey, seed: int) -> GeneratedReply:
         program = self.programs[key.program]
         if isinstance(program, SubmissionProgram):
             identity = self.model_identities.get(key.model)
-            value = submission_item(self.submissions, self.gateway, self.cache, key, seed, program, identity)
+            returned = submission_item(
+                self.submissions, self.gateway, self.cache, key, seed, program, identity
+            )
             # The competition's rule on the reply, after the cache (which holds what was returned).
-            return apply_rule(value, keep=self.config.keep_unserved_replies)
+            return apply_rule(returned, keep=self.config.keep_unserved_replies)
         prompts = program.prompts_for(key.letter)
         options = trial_options(key, seed)
         gen_input = digest_payload(
@@ -185,12 +197,9 @@ class Generator:
         use_cache = gateway is None or not gateway.replaying
         cache_key = StageCache.key("generate", version, gen_input)
         cached = self.cache.get_json("generate", cache_key) if use_cache else None
-        base: dict[str, Any] = {
-            "prompt_digests": [digest_text(p) for p in prompts],
-            "generate_input": gen_input,
-        }
-        if cached is not None:
-            return {**base, **cached}
+        prompt_digests = [digest_text(p) for p in prompts]
+        if isinstance(cached, dict) and is_reply_value(cached):
+            return {"prompt_digests": prompt_digests, "generate_input": gen_input, **cached}
         limits = self.config.options
         trial = ChatTrial(
             max_tokens=int(limits.get("max_tokens_per_trial") or TRIAL_TOKEN_LIMIT),
@@ -198,7 +207,7 @@ class Generator:
         )
         transcript: TrialTranscript | None = None
         failure = ""
-        route: Any = contextlib.nullcontext(None)
+        route: AbstractContextManager[TrialSession | None] = contextlib.nullcontext(None)
         if gateway is not None:
             route = gateway.trial(
                 key.item_id,
@@ -220,12 +229,18 @@ class Generator:
                 )
             except (ProviderError, WorldForgeError) as exc:
                 failure = f"generate: {exc}"
+        base: GeneratedReply = {
+            "prompt_digests": prompt_digests,
+            "generate_input": gen_input,
+            "reply": None,
+            "error": None,
+        }
         if session is not None:
             base["exchanges"] = session.exchanges
         if transcript is None:
-            return {**base, "reply": None, "error": failure, "tokens": None}
+            return {**base, "error": failure, "tokens": None}
         reply = transcript.final_reply
-        usage = {
+        usage: TrialUsage = {
             "prompt_tokens": transcript.prompt_tokens,
             "completion_tokens": transcript.completion_tokens,
             "served_models": sorted(set(transcript.models)),
@@ -236,14 +251,13 @@ class Generator:
             digest = digest_bytes(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else None
             return {
                 **base,
-                "reply": None,
                 "reply_preview": preview,
                 "reply_digest": digest,
                 "error": reason,
                 "tokens": transcript.tokens,
                 "usage": usage,
             }
-        value = {
+        value: ReplyValue = {
             "reply": reply,
             "error": None,
             "tokens": transcript.tokens,
@@ -257,7 +271,7 @@ class Generator:
         return {**base, **value}
 
 
-def _stopped(reason: str) -> dict[str, Any]:
+def _stopped(reason: str) -> GeneratedReply:
     """What a trial the run's token limit stopped generates: nothing to record."""
     return {
         "prompt_digests": [],

@@ -19,8 +19,7 @@ figures are in ``ranking.json``.
 
 from __future__ import annotations
 
-from typing import Any
-
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.pcg.scoring.uncertainty import DOES_NOT_COVER, RankingUncertainty, uncertainty_for
 from worldforge.suites.science_birds.scores import CohortScores
 
@@ -50,7 +49,7 @@ def _ranks(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}\N{EN DASH}{high}"
 
 
-def ranking_columns(result: RankingUncertainty | None) -> dict[str, dict[str, Any]]:
+def ranking_columns(result: RankingUncertainty | None) -> dict[str, JSONObject]:
     """Per program, the columns the ranking table gains: the 95 % interval, rank interval, shared rank.
 
     Empty without intervals (the section's sentence explains why), so the table keeps its columns.
@@ -83,13 +82,13 @@ def method_sentence(result: RankingUncertainty) -> str:
     )
 
 
-def uncertainty_section(result: RankingUncertainty) -> dict[str, Any]:
+def uncertainty_section(result: RankingUncertainty) -> JSONObject:
     """The report section: a row per program in ranking order, or one sentence saying why none."""
     title = "Ranking uncertainty (95 % intervals, letter bootstrap)"
     if not result.computed:
         return {"title": title, "description": str(result.reason), "rows": []}
     following = {a.ahead: a for a in result.adjacent}
-    rows = []
+    rows: list[JSON] = []
     for p in result.programs:
         pair = following.get(p.program)
         rows.append(
@@ -110,7 +109,7 @@ def uncertainty_section(result: RankingUncertainty) -> dict[str, Any]:
     return {"title": title, "description": method_sentence(result), "rows": rows}
 
 
-def winner_fields(result: RankingUncertainty | None) -> dict[str, Any]:
+def winner_fields(result: RankingUncertainty | None) -> JSONObject:
     """What the winner section adds: the rule's winner qualified by the intervals (or why not).
 
     Scalars only, so every format renders the section as key/value lines.

@@ -351,6 +351,8 @@ def _worst(payload: Mapping[str, Any]) -> str:
             ("sta", _number(row.get("sta"))),
             ("sim", _number(row.get("sim"))),
         ]
+        if row.get("margin") is not None:  # the classifier's top-2 margin: near 0, sim is a coin flip
+            facts.append(("margin", _number(row.get("margin"))))
         if row.get("failed_stage"):
             facts.append(
                 ("failed at", f"{esc(row.get('failed_stage'))}: {_why(str(row.get('error') or ''))}")
@@ -364,7 +366,7 @@ def _worst(payload: Mapping[str, Any]) -> str:
     )
 
 
-def _number(value: Any) -> str:
+def _number(value: object) -> str:
     return (
         esc(num(float(value), 4))
         if isinstance(value, int | float) and not isinstance(value, bool)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.pcg.programs.prompt import BUILTIN_PROGRAMS, ZERO_SHOT_BASELINE
 from worldforge.reports.sections import is_safe_png_data_uri
 
@@ -50,13 +50,14 @@ class Program:
     ``low``/``high`` are its 95 % interval when the report carries one (``ci95_low``/``ci95_high``)."""
 
     name: str
-    rank: Any
+    #: The ranking row's rank (``None`` for a baseline, which is scored but not ranked).
+    rank: JSON
     normalized: float
     total: float
     per_model: dict[str, float]
     winner: bool
     baseline: bool
-    row: dict[str, Any]
+    row: JSONObject
     low: float | None = None
     high: float | None = None
 
@@ -74,7 +75,7 @@ class View:
     trials: dict[tuple[str, str], list[Trial]] = field(default_factory=dict)
     #: captions of gallery images whose caption could not be read (shown as a plain gallery)
     other_images: list[dict[str, str]] = field(default_factory=list)
-    winner: dict[str, Any] = field(default_factory=dict)
+    winner: JSONObject = field(default_factory=dict)
 
     @property
     def zero_shot(self) -> Program | None:
@@ -90,13 +91,14 @@ def _slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model)
 
 
-def _float(value: Any) -> float:
+def _float(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"not a number: {value!r}")
     return float(value)
 
 
-def _rows(sections: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+def _rows(sections: Mapping[str, object], key: str) -> list[JSONObject]:
+    """A section's table rows (the payload is JSON, so a row that is a dict is a JSON object)."""
     value = sections.get(key)
     rows = value.get("rows") if isinstance(value, Mapping) else None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
@@ -104,7 +106,7 @@ def _rows(sections: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     return rows
 
 
-def read_view(payload: Mapping[str, Any]) -> View | None:
+def read_view(payload: Mapping[str, object]) -> View | None:
     """The typed view of a science-birds payload, or None when it is not one (or is malformed)."""
     sections = payload.get("sections")
     if payload.get("suite_id") != SUITE_ID or not isinstance(sections, Mapping):
@@ -115,7 +117,7 @@ def read_view(payload: Mapping[str, Any]) -> View | None:
         return None
 
 
-def _read(sections: Mapping[str, Any]) -> View | None:
+def _read(sections: Mapping[str, object]) -> View | None:
     ranking = _rows(sections, "ranking")
     if not ranking:
         return None
@@ -163,7 +165,7 @@ def _read(sections: Mapping[str, Any]) -> View | None:
     return view
 
 
-def _read_trials(view: View, sections: Mapping[str, Any]) -> None:
+def _read_trials(view: View, sections: Mapping[str, object]) -> None:
     order = {m: i for i, m in enumerate(view.models)}
     found: dict[tuple[str, str, str, int], Trial] = {}
     for prog in view.programs:

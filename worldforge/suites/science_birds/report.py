@@ -9,17 +9,20 @@ becomes an image gallery with embedded thumbnails.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from worldforge.core.canonical import canonical_json_text, pretty_json
+from worldforge.core.canonical import JSON, JSONObject, canonical_json_text, pretty_json, to_json_native
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
 from worldforge.pcg.scoring.report import official_files
+from worldforge.pcg.scoring.scores import RankingPayload
 from worldforge.pcg.scoring.uncertainty import RankingUncertainty
 from worldforge.suites.science_birds.intervals import SECTION as UNCERTAINTY_SECTION
 from worldforge.suites.science_birds.intervals import ranking_columns, uncertainty_section, winner_fields
+from worldforge.suites.science_birds.records import ItemRecord
 from worldforge.suites.science_birds.scores import CohortScores
 from worldforge.suites.science_birds.unserved import SECTION as UNSERVED_SECTION
 from worldforge.suites.science_birds.unserved import unserved_counts, unserved_section
+from worldforge.suites.science_birds.usage import UsageRow
 
 #: What the baseline comparison says when there is nothing to compare with (a sentence, not an
 #: empty table, so that the reader learns why no winner is declared).
@@ -33,15 +36,42 @@ WORST_PER_PROGRAM = 6
 PROGRAM_TEXT_PREVIEW = 1_200
 
 
+class ResultRow(TypedDict):
+    """One (model, program): the values of an :class:`~worldforge.evaluation.EvaluationResult`."""
+
+    provider: str
+    scenario: str
+    score: float
+    passed: bool
+    metrics: JSONObject
+
+
+class RankingFile(TypedDict):
+    """``science-birds/ranking.json``: totals over models, ranks and the tie-break decision; with
+    submissions their unserved replies, with intervals the uncertainty, with usage the tokens."""
+
+    models: list[str]
+    per_model: dict[str, dict[str, str]]
+    totals: dict[str, str]
+    normalized: dict[str, str]
+    competition: str
+    ranking: RankingPayload
+    unserved_replies: NotRequired[dict[str, int]]
+    keep_unserved_replies: NotRequired[bool]
+    #: ``RankingUncertainty.to_dict()``, as ``pcg stage score`` writes it.
+    uncertainty: NotRequired[Mapping[str, object]]
+    usage: NotRequired[list[JSONObject]]
+
+
 def _r(value: float, places: int = 6) -> float:
     return round(float(value), places)
 
 
 def result_rows(
-    scores: CohortScores, records: Mapping[str, Mapping[str, Any]], programs: Sequence[Program]
-) -> list[dict[str, Any]]:
+    scores: CohortScores, records: Mapping[str, ItemRecord], programs: Sequence[Program]
+) -> list[ResultRow]:
     """One row per (model, program): the values that become :class:`EvaluationResult` objects."""
-    rows = []
+    rows: list[ResultRow] = []
     for ms in scores.models:
         unserved = unserved_counts(records, programs, ms.model)
         for prog in programs:
@@ -55,6 +85,7 @@ def result_rows(
             n = len(mine) or 1
             divs = list(ms.diversity[prog.name].values())
             prompt = ms.prompt[prog.name]
+            failures: JSONObject = dict(sorted(by_stage.items()))
             rows.append(
                 {
                     "provider": ms.model,
@@ -72,7 +103,7 @@ def result_rows(
                         "trials": len(mine),
                         "ok_trials": len(ok),
                         "failed_trials": len(mine) - len(ok),
-                        "failures_by_stage": dict(sorted(by_stage.items())),
+                        "failures_by_stage": failures,
                         "prompt_length": prog.prompt_length(),
                         "program_digest": prog.digest,
                         **({"unserved_replies": unserved[prog.name]} if unserved is not None else {}),
@@ -84,14 +115,14 @@ def result_rows(
 
 def build_sections(
     scores: CohortScores,
-    records: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, ItemRecord],
     programs: Sequence[Program],
     letters: Sequence[str],
-    measurement: Mapping[str, Any],
+    measurement: Mapping[str, object],
     *,
     keep_unserved: bool = False,
     uncertainty: RankingUncertainty | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Ranking, per-letter table, weights, baseline comparison, galleries, worst levels; with
     submissions, the replies the model never served (a ranking column and their own section); with
     ``uncertainty`` (:mod:`.intervals`), the ranking's intervals: table columns, their own section
@@ -100,9 +131,9 @@ def build_sections(
     length = {p.name: p.prompt_length() for p in programs}
     unserved = unserved_counts(records, programs)
     intervals = ranking_columns(uncertainty)
-    ranking = []
+    ranking: list[JSON] = []
     for name in sorted(scores.totals, key=lambda p: (-scores.totals[p], p)):
-        row: dict[str, Any] = {
+        row: JSONObject = {
             "rank": scores.ranks[name],
             "program": name,
             "normalized": _r(scores.normalized[name], 4),
@@ -124,7 +155,7 @@ def build_sections(
             row["unserved_replies"] = unserved[name]
         ranking.append(row)
 
-    per_letter = []
+    per_letter: list[JSON] = []
     for prog in programs:
         for letter in letters:
             row = {"program": prog.name, "letter": letter}
@@ -141,15 +172,15 @@ def build_sections(
                 row[f"div[{ms.model}]"] = _r(ms.diversity[prog.name][letter], 4)
             per_letter.append(row)
 
-    weights = [
+    weights: list[JSON] = [
         {"model": ms.model, "letter": letter, **{k: _r(v, 6) for k, v in ms.weights[letter].items()}}
         for ms in scores.models
         for letter in letters
     ]
 
     base = scores.baseline
-    baseline_rows = []
-    baseline_section: dict[str, Any] = {"title": "Comparison with the zero-shot baseline"}
+    baseline_rows: list[JSON] = []
+    baseline_section: JSONObject = {"title": "Comparison with the zero-shot baseline"}
     if base.get("baseline") is not None:
         for name, info in base["programs"].items():
             baseline_rows.append(
@@ -165,7 +196,7 @@ def build_sections(
         baseline_section["description"] = NO_BASELINE_TEXT
     baseline_section["rows"] = baseline_rows
     leaders = scores.ranking.leaders
-    winner_line = {
+    winner_line: JSONObject = {
         "winners": _winners_text(scores.winners, leaders, str(base.get("decided_by"))),
         "decided_by": base.get("decided_by"),
         "winner_beats_zero_shot_baseline": base.get("winner_beats_baseline"),
@@ -175,7 +206,7 @@ def build_sections(
         **winner_fields(uncertainty),
     }
 
-    sections: dict[str, Any] = {
+    sections: JSONObject = {
         "measurement": _flat_measurement(measurement),
         "ranking": {
             "title": "Ranking (totals over models, normalised to 100)",
@@ -193,7 +224,7 @@ def build_sections(
         "weights_per_letter": {"title": "Weights per letter (per model)", "rows": weights},
     }
     for prog in programs:
-        images = []
+        images: list[JSON] = []
         for letter in letters:
             for model in models:
                 recs = sorted(
@@ -205,26 +236,28 @@ def build_sections(
                     key=lambda r: int(r["trial"]),
                 )
                 for r in recs:
-                    if r.get("thumbnail"):
+                    if thumbnail := r.get("thumbnail"):
                         caption = (
                             f"{letter} | {model} | trial {r['trial']} | sta {float(r['sta']):.2f} "
                             f"sim {float(r['sim']):.2f}"
                         )
-                        images.append({"caption": caption, "src": r["thumbnail"]})
+                        if (margin := r.get("margin")) is not None:  # how sure the classifier was
+                            caption += f" margin {float(margin):.2f}"
+                        images.append({"caption": caption, "src": thumbnail})
         sections[f"gallery[{prog.name}]"] = {
             "title": f"Levels of {prog.name} (after the 10 s simulation)",
             "description": "One thumbnail per trial, by letter and model.",
             "images": images,
         }
 
-    worst_rows = []
-    worst_images = []
+    worst_rows: list[JSON] = []
+    worst_images: list[JSON] = []
 
     # each program's few worst levels (so every program is represented), listed worst first overall
-    def badness(r: Mapping[str, Any]) -> tuple[float, str]:
+    def badness(r: ItemRecord) -> tuple[float, str]:
         return (float(r["sta"]) * float(r["sim"]), str(r["item_id"]))
 
-    chosen = []
+    chosen: list[ItemRecord] = []
     for prog in programs:
         recs = sorted((r for r in records.values() if r["program"] == prog.name), key=badness)
         chosen.extend(recs[:WORST_PER_PROGRAM])
@@ -240,16 +273,17 @@ def build_sections(
                 "trial": r["trial"],
                 "sta": _r(r["sta"], 4),
                 "sim": _r(r["sim"], 4),
+                "margin": None if (margin := r.get("margin")) is None else _r(margin, 4),
                 "failed_stage": r.get("failed_stage"),
                 "error": r.get("error"),
                 "program_text": str(text)[:PROGRAM_TEXT_PREVIEW],
             }
         )
-        if r.get("thumbnail"):
+        if thumbnail := r.get("thumbnail"):
             worst_images.append(
                 {
                     "caption": f"{r['item_id']} (sta*sim {float(r['sta']) * float(r['sim']):.3f})",
-                    "src": r["thumbnail"],
+                    "src": thumbnail,
                 }
             )
     sections["worst_levels"] = {
@@ -260,7 +294,7 @@ def build_sections(
         "rows": worst_rows,
     }
     sections["worst_levels_gallery"] = {"title": "Worst levels", "images": worst_images}
-    failures = [
+    failures: list[JSON] = [
         {
             "item": r["item_id"],
             "failed_stage": r.get("failed_stage"),
@@ -276,10 +310,10 @@ def build_sections(
     }
     if unserved is not None:
         sections[UNSERVED_SECTION] = unserved_section(records, keep_unserved)
-    missing = []
+    missing: list[JSON] = []
     for ms in scores.models:
         for entry in ms.official.missing:
-            missing.append({"model": ms.model, **entry})
+            missing.append(to_json_native({"model": ms.model, **entry}))
     sections["missing_inputs_scored_as_zero"] = {
         "title": "Inputs missing from scoring (counted as 0)",
         "rows": missing,
@@ -287,10 +321,10 @@ def build_sections(
     return sections
 
 
-def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
+def _flat_measurement(measurement: Mapping[str, object]) -> JSONObject:
     """Key/value view of what produced the numbers (nested values as compact JSON text)."""
 
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in measurement.items():
         if isinstance(value, Mapping):
             for sub, inner in value.items():
@@ -300,7 +334,7 @@ def _flat_measurement(measurement: Mapping[str, Any]) -> dict[str, Any]:
                     else (canonical_json_text(inner))
                 )
         else:
-            out[key] = value
+            out[key] = to_json_native(value)
     return out
 
 
@@ -309,7 +343,7 @@ def official_artifacts(
     unserved: Mapping[str, int] | None = None,
     keep_unserved: bool = False,
     uncertainty: RankingUncertainty | None = None,
-    usage: Sequence[Mapping[str, Any]] | None = None,
+    usage: Sequence[UsageRow] | None = None,
 ) -> dict[str, str | bytes]:
     """The official result files per model plus the combined ranking.
 
@@ -329,7 +363,7 @@ def official_artifacts(
         for name, text in sorted(official_files(ms.official).items()):
             out[f"science-birds/{slug}/result/{name}"] = text
     ar = scores.combined.arithmetic
-    ranking: dict[str, Any] = {
+    ranking: RankingFile = {
         "models": list(scores.combined.models),
         "per_model": {p: {m: ar.text(v) for m, v in d.items()} for p, d in scores.combined.per_model.items()},
         "totals": {p: ar.text(v) for p, v in scores.combined.totals.items()},
@@ -343,7 +377,7 @@ def official_artifacts(
     if uncertainty is not None:
         ranking["uncertainty"] = uncertainty.to_dict()
     if usage is not None:
-        ranking["usage"] = [dict(row) for row in usage]
+        ranking["usage"] = [row.to_dict() for row in usage]
     out["science-birds/ranking.json"] = pretty_json(ranking)
     return out
 

@@ -25,8 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
+from worldforge.core.canonical import JSON
 from worldforge.core.digests import digest_bytes, digest_payload, digest_text
 from worldforge.core.seeds import trial_seed
 from worldforge.execution import NodeFuture
@@ -37,16 +38,29 @@ from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
 from worldforge.pcg.sim.render import IMAGE_SIZE
+from worldforge.pcg.similarity.predictions import top2_margin
+from worldforge.pcg.similarity.prep import PrepSpec
 from worldforge.providers.base import BaseProvider, Prefetch
 from worldforge.providers.chat import CHAT_TRIAL_VERSION
 from worldforge.suites.science_birds.classify import ItemClassifier, PendingVectors, Vectors
 from worldforge.suites.science_birds.config import (
+    VECTOR_DECIMALS,
     Classifier,
     ItemKey,
     SuiteConfig,
     enumerate_items,
 )
 from worldforge.suites.science_birds.generate import Generator, Job, PendingReplies, trial_options
+from worldforge.suites.science_birds.records import (
+    Exchanges,
+    GeneratedReply,
+    ItemRecord,
+    LevelStageOutcome,
+    StageEntry,
+    SubmissionEvidence,
+    TrialUsage,
+    is_item_record,
+)
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import (
     LevelJob,
@@ -54,7 +68,26 @@ from worldforge.suites.science_birds.stages import (
     stage_versions,
     thumbnail_data_uri,
 )
+from worldforge.suites.science_birds.submissions import SubmissionTrials
 from worldforge.workspace import Run
+
+
+class ItemContext(TypedDict):
+    """What besides its key, program, seed and model an item's input digest covers: the code and
+    classifier that turn a reply into scores."""
+
+    classifier: dict[str, str]
+    stages: dict[str, str]
+    #: Present (``True``) only when unserved replies are kept: it changes the record.
+    keep_unserved_replies: NotRequired[bool]
+
+
+class _GenerateEvidence(TypedDict, total=False):
+    """What a record carries of its trial beyond the reply, when the trial produced it."""
+
+    usage: TrialUsage
+    exchanges: Exchanges
+    submission: SubmissionEvidence
 
 
 @dataclass
@@ -76,9 +109,9 @@ class _ChunkWork:
     """A chunk in flight: its keys, generated replies and the pending level-stage outcomes."""
 
     chunk: list[Job]
-    generated: list[dict[str, Any]]
-    futures: list[Future[dict[str, Any]]]
-    outcomes: list[dict[str, Any]]
+    generated: list[GeneratedReply]
+    futures: list[Future[LevelStageOutcome]]
+    outcomes: list[LevelStageOutcome]
 
 
 @dataclass
@@ -86,7 +119,7 @@ class _Classifying:
     """A chunk whose level stages are done and whose images are being classified."""
 
     work: _ChunkWork
-    levels: dict[str, dict[str, Any]]
+    levels: dict[str, LevelStageOutcome]
     pngs: dict[str, bytes]
     vectors: PendingVectors
 
@@ -94,7 +127,7 @@ class _Classifying:
 _WORKER_CACHES: dict[str, StageCache] = {}
 
 
-def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
+def _worker_stages(job: LevelJob, cache_root: str | None) -> LevelStageOutcome:
     key = cache_root or ""
     cache = _WORKER_CACHES.get(key)
     if cache is None:
@@ -102,7 +135,9 @@ def _worker_stages(job: LevelJob, cache_root: str | None) -> dict[str, Any]:
     return run_level_stages(job, cache)
 
 
-def item_input_digest(key: ItemKey, program: Program, seed: int, model_identity: Any, context: Any) -> str:
+def item_input_digest(
+    key: ItemKey, program: Program, seed: int, model_identity: JSON, context: ItemContext
+) -> str:
     """What must match for a recorded item to be reused on resume."""
     return digest_payload(
         {
@@ -126,11 +161,11 @@ class ItemRunner:
         *,
         run: Run | None = None,
         classifier: Classifier,
-        model_identities: Mapping[str, Any],
+        model_identities: Mapping[str, JSON],
         cache: StageCache,
         state: RunState,
         gateway: Gateway | None = None,
-        submissions: Any = None,
+        submissions: SubmissionTrials | None = None,
     ) -> None:
         self.config = config
         #: Trial pools for the run's submission programs (``SubmissionTrials``), if any.
@@ -167,10 +202,10 @@ class ItemRunner:
             embedding=config.diversity_vector == "embedding",
             single_thread=config.workers > 1,
         )
-        self._prep: Any = None
+        self._prep: PrepSpec | None = None
         self._prep_known = False
 
-    def prep_spec(self) -> Any:
+    def prep_spec(self) -> PrepSpec | None:
         """The classifier's input shortcut for the renders, handed to the level workers so they
         prepare the classifier input from the in-memory image (``None``: the PNG is read here)."""
         if not self._prep_known:
@@ -190,11 +225,13 @@ class ItemRunner:
             }
         )
 
-    def _generate_stage_meta(self, key: ItemKey, gen: Mapping[str, Any]) -> dict[str, Any]:
-        """What ``runs diff`` needs to explain a changed reply: prompt/options input and the model."""
+    def _generate_stage(self, key: ItemKey, gen: GeneratedReply, digest: str) -> StageEntry:
+        """The generate stage's entry, with what ``runs diff`` needs to explain a changed reply:
+        prompt/options input and the model."""
         identity = self.model_identities.get(key.model)
         model_digest = identity.get("model_digest") if isinstance(identity, Mapping) else None
         return {
+            "digest": digest,
             "version": CHAT_TRIAL_VERSION,
             "input_digest": gen.get("generate_input"),
             "model_digest": model_digest or digest_payload(identity),
@@ -205,12 +242,12 @@ class ItemRunner:
         """Why generation stopped before every item was recorded (the run's token limit), if it did."""
         return self.gateway.stopped if self.gateway is not None else None
 
-    def context(self) -> dict[str, Any]:
+    def context(self) -> ItemContext:
         return {"classifier": self.classifier.identity(), "stages": self.versions}
 
     def run_all(
         self, progress: Callable[..., None] | None = None, *, executor: Executor | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, ItemRecord]:
         """Every item's record, in item order. ``executor``: a pool from :func:`start_pool`
         (started by the caller before the classifier loads); otherwise one is started here."""
         keys = enumerate_items(self.models, self.config)
@@ -235,12 +272,12 @@ class ItemRunner:
 
     def _run_keys(
         self, keys: list[ItemKey], executor: Executor | None, progress: Callable[..., None] | None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, ItemRecord]:
         context = self.context()
-        done: Mapping[str, Any] = {}
+        done: Mapping[str, object] = {}
         if self.run is not None:
             done = self.run.completed_items()
-        records: dict[str, dict[str, Any]] = {}
+        records: dict[str, ItemRecord] = {}
         pending: list[Job] = []
         for key in keys:
             program = self.programs[key.program]
@@ -329,12 +366,12 @@ class ItemRunner:
         self.state.add("generate", time.perf_counter() - t0)
         prep = self.prep_spec()
         jobs = [
-            LevelJob(key.item_id, gen["reply"], tuple(self.versions.items()), prep)
+            LevelJob(key.item_id, reply, tuple(self.versions.items()), prep)
             for (key, _, _), gen in zip(chunk, generated, strict=True)
-            if gen.get("error") is None
+            if gen.get("error") is None and (reply := gen["reply"]) is not None
         ]
         root = str(self.cache.root) if self.cache.root is not None else None
-        if getattr(executor, "name", "local") != "local":
+        if self.config.executor != "local":
             root = None  # remote workers never write to this machine's disk; the driver does
         if executor is not None and len(jobs) > 1:
             return _ChunkWork(
@@ -366,7 +403,7 @@ class ItemRunner:
         self.state.add("classify", time.perf_counter() - t0)
         return _Classifying(work, by_id, pngs, pending)
 
-    def _record_chunk(self, done: _Classifying) -> list[dict[str, Any]]:
+    def _record_chunk(self, done: _Classifying) -> list[ItemRecord]:
         """Record every item of a classified chunk, in chunk order."""
         t0 = time.perf_counter()
         vectors = self.classifier_stage.finish(done.vectors)
@@ -399,23 +436,28 @@ class ItemRunner:
         key: ItemKey,
         seed: int,
         digest: str,
-        gen: Mapping[str, Any],
-        level: Mapping[str, Any] | None,
+        gen: GeneratedReply,
+        level: LevelStageOutcome | None,
         png: bytes | None,
         vectors: Mapping[str, Vectors],
-    ) -> dict[str, Any]:
+    ) -> ItemRecord:
         reply = gen.get("reply")
-        stages: dict[str, Any] = {}
-        record: dict[str, Any] = {
+        stages: dict[str, StageEntry] = {}
+        evidence: _GenerateEvidence = {}
+        if (usage := gen.get("usage")) is not None:
+            evidence["usage"] = usage
+        if (exchanges := gen.get("exchanges")) is not None:
+            evidence["exchanges"] = exchanges
+        if (submission := gen.get("submission")) is not None:
+            evidence["submission"] = submission
+        record: ItemRecord = {
             "item_id": key.item_id,
             "input_digest": digest,
             **key.to_dict(),
             "trial_seed": seed,
             "prompt_digests": list(gen["prompt_digests"]),
             "tokens": gen.get("tokens"),
-            **({"usage": gen["usage"]} if gen.get("usage") is not None else {}),
-            **({"exchanges": gen["exchanges"]} if gen.get("exchanges") is not None else {}),
-            **({"submission": gen["submission"]} if gen.get("submission") is not None else {}),
+            **evidence,
             "reply": reply,
             "status": "failed",
             "failed_stage": None,
@@ -427,35 +469,39 @@ class ItemRunner:
         }
         if reply is None or gen.get("error") is not None:
             # No reply, or one the rules do not score (kept whole, with its digest, as evidence).
-            record.update(failed_stage="generate", error=gen.get("error"))
-            outcome: dict[str, Any] = {"error": gen.get("error")}
-            if gen.get("reply_preview") is not None:
-                record["reply_preview"] = gen["reply_preview"]
+            record["failed_stage"] = "generate"
+            record["error"] = gen.get("error")
+            outcome: dict[str, str | None] = {"error": gen.get("error")}
+            if (preview := gen.get("reply_preview")) is not None:
+                record["reply_preview"] = preview
                 record["reply_digest"] = gen.get("reply_digest")
             elif reply is not None:
                 record["reply_digest"] = outcome["reply"] = digest_text(reply)
-            stages["generate"] = {
-                "digest": digest_payload(outcome),
-                **self._generate_stage_meta(key, gen),
-            }
+            stages["generate"] = self._generate_stage(key, gen, digest_payload(outcome))
             return record
-        stages["generate"] = {"digest": digest_text(reply), **self._generate_stage_meta(key, gen)}
+        stages["generate"] = self._generate_stage(key, gen, digest_text(reply))
         assert level is not None
         stages.update(level["stages"])
         record["program_text"] = level.get("program")
-        record["extraction"] = level.get("extraction")
-        if level.get("xml") is not None:
-            record["xml"] = level["xml"]
-        if level.get("stability") is not None:
-            record["stability"] = level["stability"]
-        if level.get("failed_stage"):
-            record.update(failed_stage=level["failed_stage"], error=level.get("error"))
+        if "extraction" in level:
+            record["extraction"] = level["extraction"]
+        if (xml := level.get("xml")) is not None:
+            record["xml"] = xml
+        if (stability := level.get("stability")) is not None:
+            record["stability"] = stability
+        if failed_stage := level.get("failed_stage"):
+            record["failed_stage"] = failed_stage
+            record["error"] = level.get("error")
             return record
         assert png is not None
         softmax, embedding = vectors[key.item_id]
         record["image"] = {"path": f"images/{key.item_id}.png", "digest": digest_bytes(png)}
         record["thumbnail"] = level.get("thumbnail") or thumbnail_data_uri(png)
         record["softmax"] = softmax
+        # How sure the classifier was: its likeliest letter's probability minus the runner-up's,
+        # from the recorded (rounded) softmax so any reader recomputes the same number. Near 0, the
+        # similarity score rests on a coin flip between two letters.
+        record["margin"] = round(top2_margin(softmax), VECTOR_DECIMALS)
         if self.config.diversity_vector == "embedding":
             record["embedding"] = embedding
         identity = self.classifier.identity()
@@ -465,9 +511,12 @@ class ItemRunner:
             "input_digest": digest_bytes(png),
             "weights_digest": identity.get("weights_digest") or digest_payload(identity),
         }
-        record["sta"] = float(level["stability"]["stability"])
+        assert stability is not None  # a level that was rendered was simulated
+        record["sta"] = float(stability["stability"])
         record["sim"] = float(softmax[LETTERS.index(key.letter)])
-        record.update(status="ok", failed_stage=None, error=None)
+        record["status"] = "ok"
+        record["failed_stage"] = None
+        record["error"] = None
         return record
 
 
@@ -477,7 +526,7 @@ class _Prefetched:
 
     provider: BaseProvider
     work: Prefetch
-    future: Future[Any]
+    future: Future[object]
 
 
 def _prefetchers(forge: WorldForge, models: Sequence[str]) -> dict[str, BaseProvider]:
@@ -491,14 +540,19 @@ def _prefetchers(forge: WorldForge, models: Sequence[str]) -> dict[str, BaseProv
     return out
 
 
-def _unwrap_record(prior: Any) -> dict[str, Any] | None:
-    """``completed_items()`` values may be the record itself or a wrapper holding it."""
+def _unwrap_record(prior: object) -> ItemRecord | None:
+    """``completed_items()`` values may be the record itself or a wrapper holding it; a value that
+    is not a whole record is not reused (the item runs again)."""
     if not isinstance(prior, Mapping):
         return None
     if "item_id" in prior and "stages" in prior:
-        return dict(prior)
-    inner = prior.get("record")
-    return dict(inner) if isinstance(inner, Mapping) else None
+        record = dict(prior)
+    else:
+        inner = prior.get("record")
+        if not isinstance(inner, Mapping):
+            return None
+        record = dict(inner)
+    return record if is_item_record(record) else None
 
 
 __all__ = [

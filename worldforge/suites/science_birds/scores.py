@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.programs.prompt import ZERO_SHOT_BASELINE, Program
@@ -29,6 +29,7 @@ from worldforge.pcg.scoring.scores import (
     rank_programs,
     score_competition,
 )
+from worldforge.suites.science_birds.records import ItemRecord
 
 
 @dataclass
@@ -44,6 +45,23 @@ class ModelScores:
     official: CompetitionScores  # the official CSV/JSON outputs
 
 
+class ProgramVsBaseline(TypedDict):
+    """One program's total beside the zero-shot baseline's."""
+
+    total: float
+    beats_baseline: bool
+
+
+class BaselineComparison(TypedDict):
+    """The cohort against the zero-shot baseline; the totals only when that baseline ran."""
+
+    baseline: str | None
+    decided_by: str
+    baseline_total: NotRequired[float]
+    programs: NotRequired[dict[str, ProgramVsBaseline]]
+    winner_beats_baseline: NotRequired[bool | None]
+
+
 @dataclass
 class CohortScores:
     models: list[ModelScores]
@@ -51,20 +69,20 @@ class CohortScores:
     normalized: dict[str, float]
     ranks: dict[str, int | None]
     winners: list[str]
-    baseline: dict[str, Any]
+    baseline: BaselineComparison
     combined: MultiModelScores
     ranking: Ranking
     means: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def _vector(record: Mapping[str, Any], kind: str) -> list[float] | None:
-    value = record.get("embedding" if kind == "embedding" else "softmax")
+def _vector(record: ItemRecord, kind: str) -> list[float] | None:
+    value = record.get("embedding") if kind == "embedding" else record.get("softmax")
     return list(value) if isinstance(value, list) and value else None
 
 
 def score_model(
     model: str,
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[ItemRecord],
     programs: Sequence[Program],
     letters: Sequence[str],
     trials: int,
@@ -77,7 +95,7 @@ def score_model(
     as 0 and lists them under ``missing``; they are also absent from the diversity pairs.
     """
 
-    cell: dict[tuple[str, str, int], Mapping[str, Any]] = {}
+    cell: dict[tuple[str, str, int], ItemRecord] = {}
     for r in records:
         cell[(str(r["program"]), str(r["letter"]), int(r["trial"]))] = r
     data: list[ProgramData] = []
@@ -88,8 +106,8 @@ def score_model(
         div[p] = {}
         for letter in letters:
             present: list[tuple[str, list[float]]] = []
-            stab: list[tuple[str, Any]] = []
-            sims: list[tuple[str, Any]] = []
+            stab: list[tuple[str, float]] = []
+            sims: list[tuple[str, float]] = []
             for t in range(1, trials + 1):
                 rec = cell.get((p, letter, t))
                 if rec is None or rec.get("status") != "ok":
@@ -128,7 +146,7 @@ def score_model(
 
 
 def score_cohort(
-    records: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, ItemRecord],
     models: Sequence[str],
     programs: Sequence[Program],
     letters: Sequence[str],
@@ -146,7 +164,7 @@ def score_cohort(
     if trials < 2:
         raise WorldForgeError("--trials: diversity needs at least 2 trials per letter.")
     names = [p.name for p in programs]
-    by_model: dict[str, list[Mapping[str, Any]]] = {m: [] for m in models}
+    by_model: dict[str, list[ItemRecord]] = {m: [] for m in models}
     for rec in records.values():
         by_model.setdefault(str(rec["model"]), []).append(rec)
     model_scores = [
@@ -168,7 +186,7 @@ def score_cohort(
         zero_shot=zero_shot,
     )
     ranks = {e.program: e.rank for e in ranking.entries}
-    baseline: dict[str, Any] = {"baseline": zero_shot, "decided_by": ranking.decided_by}
+    baseline: BaselineComparison = {"baseline": zero_shot, "decided_by": ranking.decided_by}
     if zero_shot is not None:
         base_total = totals[zero_shot]
         baseline["baseline_total"] = base_total
@@ -192,4 +210,11 @@ def score_cohort(
     )
 
 
-__all__ = ["CohortScores", "ModelScores", "score_cohort", "score_model"]
+__all__ = [
+    "BaselineComparison",
+    "CohortScores",
+    "ModelScores",
+    "ProgramVsBaseline",
+    "score_cohort",
+    "score_model",
+]

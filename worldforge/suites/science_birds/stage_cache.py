@@ -29,9 +29,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from worldforge.core.canonical import canonical_json
+from worldforge.core.canonical import JSON, canonical_json
 from worldforge.core.digests import digest_payload
 from worldforge.pcg.sim.png import PNG_END, PNG_SIGNATURE
 
@@ -59,7 +58,8 @@ class _FormatMismatch(sqlite3.DatabaseError):
     pass
 
 
-def _json_value(data: bytes) -> Any | None:
+def _json_value(data: bytes) -> JSON:
+    """The stored JSON (``None``, never a stored value, when it does not parse: a miss)."""
     try:
         return json.loads(data.decode("utf-8"))
     except ValueError:
@@ -81,7 +81,9 @@ class StageCache:
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
-        self._memory: dict[tuple[str, str], Any] = {}  # (kind, key) -> value
+        #: ``(kind, key) -> value``: what :meth:`put_json` was given (or its JSON form read back
+        #: from disk), or a PNG's bytes.
+        self._memory: dict[tuple[str, str], object] = {}
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
@@ -184,7 +186,7 @@ class StageCache:
         with self._lock:
             table[stage] = table.get(stage, 0) + 1
 
-    def _get(self, stage: str, key: str, kind: str, decode: Callable[[bytes], Any | None]) -> Any | None:
+    def _get(self, stage: str, key: str, kind: str, decode: Callable[[bytes], object]) -> object:
         """The entry from memory, else from disk if ``decode`` accepts it (``None``: invalid)."""
         value = self._memory.get((kind, key))
         if value is None:
@@ -195,16 +197,20 @@ class StageCache:
         self._count(self.hits if value is not None else self.misses, stage)
         return value
 
-    def get_json(self, stage: str, key: str) -> Any | None:
+    def get_json(self, stage: str, key: str) -> object:
+        """The value stored under ``key`` (``None``: a miss). The cache keeps no schema: each stage
+        checks that the value has the shape it stores (``records.is_*_value``) and recomputes
+        otherwise."""
         return self._get(stage, key, "json", _json_value)
 
-    def put_json(self, stage: str, key: str, value: Any) -> None:
+    def put_json(self, stage: str, key: str, value: object) -> None:
+        """Store a JSON-native value (its canonical JSON on disk; the object itself in memory)."""
         self._memory[("json", key)] = value
         self._write(key, "json", stage, canonical_json(value))
 
     def get_blob(self, stage: str, key: str) -> bytes | None:
-        data: bytes | None = self._get(stage, key, "png", _png_value)
-        return data
+        data = self._get(stage, key, "png", _png_value)
+        return data if isinstance(data, bytes) else None
 
     def put_blob(self, stage: str, key: str, data: bytes) -> None:
         self._memory[("png", key)] = data

@@ -23,7 +23,6 @@ import io
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -36,8 +35,18 @@ from worldforge.pcg.sim.physics import simulate
 from worldforge.pcg.sim.png import encode_rows
 from worldforge.pcg.sim.render import render_rows
 from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_png
-from worldforge.pcg.similarity.prep import prepare_rows
+from worldforge.pcg.similarity.prep import PrepSpec, prepare_rows
 from worldforge.providers.chat import CHAT_TRIAL_VERSION
+from worldforge.suites.science_birds.records import (
+    ConvertValue,
+    ExtractValue,
+    LevelStageOutcome,
+    SimulateValue,
+    StageEntry,
+    is_convert_value,
+    is_extract_value,
+    is_simulate_value,
+)
 from worldforge.suites.science_birds.stage_cache import StageCache
 
 #: Replies longer than this are rejected before extraction (25,000 tokens is ~100,000 characters;
@@ -81,7 +90,7 @@ def stage_versions() -> dict[str, str]:
     }
 
 
-def screen_reply(text: Any) -> str | None:
+def screen_reply(text: object) -> str | None:
     """Why a reply cannot be processed (``None`` when it can). Never looks *inside* the code."""
     if not isinstance(text, str):
         return f"reply is {type(text).__name__}, not text"
@@ -97,11 +106,10 @@ def screen_reply(text: Any) -> str | None:
     return None
 
 
-def reply_preview(text: Any) -> str:
+def reply_preview(text: object) -> str:
     """A JSON-safe, bounded preview of a rejected reply (control characters escaped)."""
-    if not isinstance(text, str):
-        text = repr(text)
-    head = text[:PREVIEW_CHARS]
+    shown = text if isinstance(text, str) else repr(text)
+    head = shown[:PREVIEW_CHARS]
     safe = head.encode("utf-8", "backslashreplace").decode("utf-8")
     return "".join(ch if ord(ch) >= 32 or ch in _ALLOWED_CONTROL else f"\\x{ord(ch):02x}" for ch in safe)
 
@@ -115,14 +123,25 @@ class LevelJob:
     versions: tuple[tuple[str, str], ...]
     #: The classifier's input shortcut (:class:`~worldforge.pcg.similarity.prep.PrepSpec`): when set,
     #: the worker also prepares the classifier input from the in-memory render (``prepared``).
-    prep: Any = None
+    prep: PrepSpec | None = None
 
 
-def _stage_error(stage: str, exc: BaseException) -> dict[str, Any]:
-    return {"failed_stage": stage, "error": str(exc) or type(exc).__name__}
+def _cached_extract(cache: StageCache | None, key: str) -> ExtractValue | None:
+    value = cache.get_json("extract", key) if cache else None
+    return value if isinstance(value, dict) and is_extract_value(value) else None
 
 
-def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str, Any]:
+def _cached_convert(cache: StageCache | None, key: str) -> ConvertValue | None:
+    value = cache.get_json("convert", key) if cache else None
+    return value if isinstance(value, dict) and is_convert_value(value) else None
+
+
+def _cached_simulate(cache: StageCache | None, key: str) -> SimulateValue | None:
+    value = cache.get_json("simulate", key) if cache else None
+    return value if isinstance(value, dict) and is_simulate_value(value) else None
+
+
+def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> LevelStageOutcome:
     """extract → convert → simulate → render for one reply; returns a JSON-native outcome.
 
     Stage failures (no code, official converter errors, empty levels) are returned, not raised, so
@@ -130,13 +149,13 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
     """
 
     versions = dict(job.versions)
-    out: dict[str, Any] = {"item_id": job.item_id, "stages": {}}
-    stages: dict[str, Any] = out["stages"]
+    stages: dict[str, StageEntry] = {}
+    out: LevelStageOutcome = {"item_id": job.item_id, "stages": stages}
     reply_digest = digest_text(job.reply)
 
     # extract ------------------------------------------------------------------------------
     key = StageCache.key("extract", versions["extract"], reply_digest)
-    extraction = cache.get_json("extract", key) if cache else None
+    extraction = _cached_extract(cache, key)
     if extraction is None:
         ext = extract_code(job.reply)
         extraction = {
@@ -155,25 +174,30 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         "version": versions["extract"],
         "input_digest": reply_digest,
     }
-    out["extraction"] = {k: v for k, v in extraction.items() if k != "program"}
+    out["extraction"] = {
+        "error": extraction["error"],
+        "calls": extraction["calls"],
+        "dropped": extraction["dropped"],
+        "dropped_count": extraction["dropped_count"],
+        "notes": extraction["notes"],
+    }
     out["program"] = program
     if program is None:
-        out.update(_stage_error("extract", StageError(extraction["error"] or "Code not found.")))
+        out["failed_stage"] = "extract"
+        out["error"] = extraction["error"] or "Code not found."
         return out
     if int(extraction["calls"]) > MAX_PROGRAM_CALLS:
-        out.update(
-            failed_stage="extract",
-            error=(
-                f"program has {extraction['calls']} drop_block calls; at most {MAX_PROGRAM_CALLS} blocks fit "
-                "on the 20x16 grid (not converted)"
-            ),
+        out["failed_stage"] = "extract"
+        out["error"] = (
+            f"program has {extraction['calls']} drop_block calls; at most {MAX_PROGRAM_CALLS} blocks fit "
+            "on the 20x16 grid (not converted)"
         )
         return out
 
     # convert ------------------------------------------------------------------------------
     program_digest = digest_text(program)
     key = StageCache.key("convert", versions["convert"], program_digest)
-    converted = cache.get_json("convert", key) if cache else None
+    converted = _cached_convert(cache, key)
     if converted is None:
         try:
             converted = {"xml": convert(program), "error": None}
@@ -188,7 +212,8 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         "input_digest": program_digest,
     }
     if xml is None:
-        out.update(failed_stage="convert", error=converted["error"])
+        out["failed_stage"] = "convert"
+        out["error"] = converted["error"]
         return out
     out["xml"] = xml
     xml_digest = digest_text(xml)
@@ -196,7 +221,7 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
     # simulate + render (the image shows the poses after the 10 s simulation) -------------------
     sim_key = StageCache.key("simulate", versions["simulate"], xml_digest)
     png_key = StageCache.key("render", f"{versions['simulate']}|{versions['render']}", xml_digest)
-    sim = cache.get_json("simulate", sim_key) if cache else None
+    sim = _cached_simulate(cache, sim_key)
     png = cache.get_blob("render", png_key) if cache and sim is not None and not sim.get("error") else None
     rows: Rows | None = None
     if sim is None or (png is None and not sim.get("error")):
@@ -210,9 +235,15 @@ def run_level_stages(job: LevelJob, cache: StageCache | None = None) -> dict[str
         "version": versions["simulate"],
         "input_digest": xml_digest,
     }
-    out["stability"] = {k: sim[k] for k in ("total_blocks", "moving_blocks", "destroyed_blocks", "stability")}
+    out["stability"] = {
+        "total_blocks": sim["total_blocks"],
+        "moving_blocks": sim["moving_blocks"],
+        "destroyed_blocks": sim["destroyed_blocks"],
+        "stability": sim["stability"],
+    }
     if sim.get("error") or png is None:
-        out.update(failed_stage="simulate", error=sim.get("error") or "no image")
+        out["failed_stage"] = "simulate"
+        out["error"] = sim.get("error") or "no image"
         return out
     stages["render"] = {
         "digest": digest_bytes(png),
@@ -239,16 +270,22 @@ def _png_rows(png: bytes) -> Rows:
         return rows_from_array(np.asarray(img.convert("RGBA")))
 
 
-def _simulate_and_render(xml: str) -> tuple[dict[str, Any], bytes | None, Rows | None]:
+def _simulate_and_render(xml: str) -> tuple[SimulateValue, bytes | None, Rows | None]:
     """Stability figures, the PNG and the render's distinct rows (kept for the thumbnail and the
     classifier input, so neither decodes the PNG again nor needs the full image)."""
 
     try:
         result = simulate(xml)
     except (StageError, WorldForgeError) as exc:
-        empty = {"total_blocks": 0, "moving_blocks": 0, "destroyed_blocks": 0, "stability": 0.0}
-        return {**empty, "error": str(exc)}, None, None
-    stats: dict[str, Any] = {
+        empty: SimulateValue = {
+            "total_blocks": 0,
+            "moving_blocks": 0,
+            "destroyed_blocks": 0,
+            "stability": 0.0,
+            "error": str(exc),
+        }
+        return empty, None, None
+    stats: SimulateValue = {
         "total_blocks": result.total_blocks,
         "moving_blocks": result.moving_blocks,
         "destroyed_blocks": result.destroyed_blocks,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from worldforge.core.canonical import JSON
 from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import WorldForgeError
 from worldforge.core.redact import sanitize_text
@@ -37,7 +38,15 @@ from worldforge.execution.sandbox import (
 from worldforge.gateway import Gateway
 from worldforge.gateway.exchange import served_digest
 from worldforge.gateway.upstream import policy_temperature
+from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
+from worldforge.suites.science_birds.config import ItemKey
+from worldforge.suites.science_birds.records import (
+    GeneratedReply,
+    ReplyValue,
+    SubmissionEvidence,
+    is_reply_value,
+)
 from worldforge.suites.science_birds.stage_cache import StageCache
 from worldforge.suites.science_birds.stages import reply_preview, screen_reply
 from worldforge.workspace import Run
@@ -85,8 +94,8 @@ class _Prepared:
 
 
 def prepare(
-    programs: Sequence[Any], options: Mapping[str, Any], cache_root: Path | None = None
-) -> tuple[list[Any], dict[str, SubmissionEnvironment]]:
+    programs: Sequence[Program], options: Mapping[str, Any], cache_root: Path | None = None
+) -> tuple[list[Program], dict[str, SubmissionEnvironment]]:
     """Resolve every submission's environment before any generation.
 
     Returns the programs with each submission's environment identity attached (it enters the
@@ -98,7 +107,7 @@ def prepare(
     """
     install = not bool(options.get("no_install", False))
     single = len(programs) == 1
-    out: list[Any] = []
+    out: list[Program] = []
     envs: dict[str, SubmissionEnvironment] = {}
     for program in programs:
         if not isinstance(program, SubmissionProgram) or program.error is not None:
@@ -128,7 +137,7 @@ class SubmissionTrials:
 
     def __init__(
         self,
-        programs: Sequence[Any],
+        programs: Sequence[Program],
         environments: Mapping[str, SubmissionEnvironment],
         options: Mapping[str, Any],
         *,
@@ -158,7 +167,7 @@ class SubmissionTrials:
     def __bool__(self) -> bool:
         return bool(self.programs)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JSON]:
         """Provenance: which isolation ran and with what (never digested)."""
         return {
             **sandbox_notes(self.isolation),
@@ -217,8 +226,8 @@ class SubmissionTrials:
             self._pools[program.name] = pool
             return pool
 
-    def generate(self, gateway: Gateway, key: Any, seed: int, options: Mapping[str, Any],
-                 temperature: float | None) -> dict[str, Any]:  # fmt: skip
+    def generate(self, gateway: Gateway, key: ItemKey, seed: int, options: Mapping[str, object],
+                 temperature: float | None) -> ReplyValue:  # fmt: skip
         """One trial: ``{"reply"|None, "error", "exchanges", "usage", "tokens", "calls"}``."""
         program = self.programs[key.program]
         if program.error is not None:
@@ -234,12 +243,14 @@ class SubmissionTrials:
             aliases=(PACKAGE_DEFAULT_MODEL,),
         )
         try:
+            pool: TrialPool | None = None
+            failure = ""
             try:
                 pool = self._pool(program, int(gateway.port))
             except WorldForgeError as exc:
-                answer: dict[str, Any] = {"outcome": "error", "reason": str(exc)}
-            else:
-                answer = pool.run(
+                failure = str(exc)
+            answer = (
+                pool.run(
                     {
                         "token": route.token,
                         "team": program.team_name,
@@ -248,6 +259,9 @@ class SubmissionTrials:
                         "model": key.model,
                     }
                 )
+                if pool is not None
+                else {"outcome": "error", "reason": failure}
+            )
         finally:
             exchanges = gateway.close_trial(route)
         tail = sanitize_text(str(answer.get("output_tail") or ""))[-2000:]
@@ -263,17 +277,19 @@ class SubmissionTrials:
                     "output_tail": tail,
                 },
             )
-        prompt = sum(int(((e.get("response") or {}).get("usage") or {}).get("prompt_tokens") or 0)
-                     for e in exchanges)  # fmt: skip
-        completion = sum(int(((e.get("response") or {}).get("usage") or {}).get("completion_tokens") or 0)
-                         for e in exchanges)  # fmt: skip
-        served = sorted({str((e.get("response") or {}).get("model")) for e in exchanges if e.get("response")})
-        result: dict[str, Any] = {
+        answered = [e["response"] for e in exchanges if "response" in e]
+        prompt = sum(r["usage"]["prompt_tokens"] for r in answered)
+        completion = sum(r["usage"]["completion_tokens"] for r in answered)
+        served = sorted({r["model"] for r in answered})
+        evidence: SubmissionEvidence = {"outcome": answer.get("outcome")}
+        result: ReplyValue = {
             "exchanges": exchanges,
             "tokens": prompt + completion,
             "calls": len(exchanges),
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "served_models": served},
-            "submission": {"outcome": answer.get("outcome")},
+            "submission": evidence,
+            "reply": None,
+            "error": None,
         }
         outcome = answer.get("outcome")
         if route.over_budget and outcome in ("reply", "no_output", "error"):
@@ -285,16 +301,17 @@ class SubmissionTrials:
                 "reason": f"Prompt token limit exceeded. {route.exceeded_at} > {route.max_tokens}",
             }
             outcome = "no_output"
-            result["submission"] = {"outcome": outcome, "over_budget": True}
-        if outcome == "reply" and isinstance(answer.get("reply"), str):
+            evidence = result["submission"] = {"outcome": outcome, "over_budget": True}
+        reply = answer.get("reply")
+        if outcome == "reply" and isinstance(reply, str):
             # The rules forbid changing the model's reply before it is returned; the evidence says
             # whether the returned text is byte-equal to a choice the gateway served to this trial.
-            is_served = served_digest(answer["reply"]) in route.served
-            result["submission"]["reply_is_model_output"] = is_served
-            return {**result, "reply": answer["reply"], "error": None}
+            evidence["reply_is_model_output"] = served_digest(reply) in route.served
+            return {**result, "reply": reply}
         reason = sanitize_text(str(answer.get("reason") or "no reason given"))
-        if answer.get("where"):
-            result["submission"]["where"] = answer["where"]
+        where = answer.get("where")
+        if where:
+            evidence["where"] = where
         if outcome == "no_output":
             error = f"submission: no output (the package caught {reason or 'TimeoutError/ValueError'})"
         elif outcome == "killed":
@@ -302,9 +319,8 @@ class SubmissionTrials:
         elif outcome == "crash":
             error = f"submission crashed: {reason}"
         else:
-            where = f" at {answer['where']}" if answer.get("where") else ""
-            error = f"submission raised {reason}{where}"
-        return {**result, "reply": None, "error": error}
+            error = f"submission raised {reason}{f' at {where}' if where else ''}"
+        return {**result, "error": error}
 
     def close(self) -> None:
         with self._lock:
@@ -320,22 +336,26 @@ def submission_item(
     trials: SubmissionTrials | None,
     gateway: Gateway | None,
     cache: StageCache,
-    key: Any,
+    key: ItemKey,
     seed: int,
     program: SubmissionProgram,
-    model_identity: Any,
-) -> dict[str, Any]:
+    model_identity: JSON,
+) -> GeneratedReply:
     """One submission item's generate stage (the same cache and screening rules as prompt trials)."""
     options = {"target_character": key.letter, "trial_seed": seed}
     gen_input = digest_payload({"model": model_identity, "program": program.digest, "options": options})
-    base: dict[str, Any] = {"prompt_digests": [], "generate_input": gen_input}
     if gateway is None or trials is None:
-        return {**base, "reply": None, "error": "generate: submissions run only through the gateway"}
+        return {
+            "prompt_digests": [],
+            "generate_input": gen_input,
+            "reply": None,
+            "error": "generate: submissions run only through the gateway",
+        }
     use_cache = gateway is None or not gateway.replaying
     cache_key = StageCache.key("generate", "submission/v1+gateway/v1", gen_input)
     cached = cache.get_json("generate", cache_key) if use_cache else None
-    if cached is not None:
-        return {**base, **cached}
+    if isinstance(cached, dict) and is_reply_value(cached):
+        return {"prompt_digests": [], "generate_input": gen_input, **cached}
     value = trials.generate(gateway, key, seed, options, policy_temperature(model_identity))
     reply = value.get("reply")
     if reply is not None:
@@ -344,7 +364,8 @@ def submission_item(
             preview = reply_preview(reply)
             digest = digest_bytes(reply.encode("utf-8", "surrogatepass"))
             return {
-                **base,
+                "prompt_digests": [],
+                "generate_input": gen_input,
                 **value,
                 "reply": None,
                 "reply_preview": preview,
@@ -353,7 +374,7 @@ def submission_item(
             }
         if use_cache and key.item_id not in gateway.stopped_items:  # a run-limit cut is no answer
             cache.put_json("generate", cache_key, value)
-    return {**base, **value}
+    return {"prompt_digests": [], "generate_input": gen_input, **value}
 
 
 __all__ = [

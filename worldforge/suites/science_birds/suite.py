@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,6 +43,7 @@ from typing import Any, ClassVar
 from rich.console import Console
 from rich.progress import Progress
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.evaluation.contract import SuiteOutcome, SuiteRun
 from worldforge.evaluation.options import SuiteBuilder
@@ -108,7 +110,7 @@ METRIC_SEMANTICS = (
 register_html_page(SUITE_ID, render_page)  # the suite's page for its reports; other ids stay generic
 
 
-def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
+def _model_identity(manifest: JSON, name: str, provider: object = None) -> JSONObject:
     """The part of a runtime manifest that determines replies (hosts, server details and clients
     excluded: the same model behind another port or server build keeps its recorded items).
 
@@ -117,7 +119,7 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
     decomposition invalidates cached replies and recorded items instead of silently mixing old and
     new levels in one run.
     """
-    identity = (
+    identity: JSONObject = (
         {k: v for k, v in sorted(manifest.items()) if k not in {"host", "base_url", "server", "client"}}
         if isinstance(manifest, Mapping)
         else {"provider": name}
@@ -128,7 +130,7 @@ def _model_identity(manifest: Any, name: str, provider: Any = None) -> Any:
     return identity
 
 
-def _replay_source(options: Mapping[str, Any]) -> Any:
+def _replay_source(options: Mapping[str, Any]) -> ReplaySource | None:
     """The recorded run a replay answers from: the ``replay`` option, a loaded
     :class:`~worldforge.gateway.ReplaySource` or a run directory (``None``: ask the models)."""
     value = options.get("replay")
@@ -147,7 +149,7 @@ def _cache_root(config: SuiteConfig, run: Run | None) -> Path | None:
     return Path(run.workspace_dir) / "cache" / "science-birds" if run is not None else None
 
 
-def _record_inputs(run: Run, config: SuiteConfig, manifests: Mapping[str, Any]) -> None:
+def _record_inputs(run: Run, config: SuiteConfig, manifests: Mapping[str, JSON]) -> None:
     for prog in config.programs:
         if isinstance(prog, SubmissionProgram):
             # One input per file, so ``runs diff`` names the file that changed.
@@ -201,11 +203,11 @@ def produce(
     forge, run = context.forge, context.run
     state = state or RunState()
     replay = context.replay if context.replay is not None else _replay_source(config.options)
-    manifests: dict[str, Any] = {}
+    manifests: JSONObject = {}
     for name in models:
         # A replay stands on the recorded preflight: the server may be long gone.
         manifests[name] = replay.manifest(name) if replay is not None else forge.runtime_manifest(name)
-    identities = {
+    identities: JSONObject = {
         k: replay.identity(k) if replay is not None else _model_identity(v, k, forge.provider(k))
         for k, v in manifests.items()
     }
@@ -242,7 +244,7 @@ def produce(
             executor.shutdown(cancel_futures=True)
 
 
-def _level_executor(config: SuiteConfig) -> Any:
+def _level_executor(config: SuiteConfig) -> Executor | None:
     """Where the level stages run: this machine's pool (``workers`` > 1), or Ray when the
     ``executor`` option says so (``ray_address``, else ``RAY_ADDRESS``, else a private cluster)."""
     address = config.options.get("ray_address")
@@ -254,9 +256,9 @@ def _produce_with(
     config: SuiteConfig,
     classifier: Classifier | None,
     state: RunState,
-    manifests: dict[str, Any],
-    identities: dict[str, Any],
-    executor: Any,
+    manifests: JSONObject,
+    identities: JSONObject,
+    executor: Executor | None,
     gateway: Gateway | None = None,
     submissions: SubmissionTrials | None = None,
 ) -> SuiteOutcome:
@@ -429,8 +431,9 @@ CLI_OPTION_KEYS = (
 )
 
 
-def cli_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def cli_options(options: Mapping[str, object]) -> dict[str, object]:
+    """The options a rerun command repeats (:data:`CLI_OPTION_KEYS` that are set)."""
+    out: dict[str, object] = {}
     for key in CLI_OPTION_KEYS:
         value = options.get(key, options.get("program") if key == "programs" else None)
         if value is not None and value != [] and value != "":

@@ -23,36 +23,38 @@ digests, it always had.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from worldforge.core.canonical import JSON, JSONObject
 from worldforge.core.digests import digest_text
+from worldforge.pcg.programs.prompt import Program
 from worldforge.pcg.programs.submission import SubmissionProgram
+from worldforge.suites.science_birds.records import GeneratedReply, ItemRecord
 
 UNSERVED_ERROR = "submission: the reply is not a model output (the rules forbid changing the reply)"
 KEEP_FLAG = "--keep-unserved-replies"
 SECTION = "unserved_replies"
 
 
-def is_unserved(value: Mapping[str, Any]) -> bool:
+def is_unserved(value: Mapping[str, object]) -> bool:
     """A generated value (or record) whose reply the gateway never served to its trial."""
     submission = value.get("submission")
     return isinstance(submission, Mapping) and submission.get("reply_is_model_output") is False
 
 
-def apply_rule(value: Mapping[str, Any], *, keep: bool) -> dict[str, Any]:
+def apply_rule(value: GeneratedReply, *, keep: bool) -> GeneratedReply:
     """The generated value as the rule scores it: an unserved reply becomes a failed trial (the
     reply stays in the value as evidence; the error keeps it away from the level stages)."""
     if keep or not isinstance(value.get("reply"), str) or not is_unserved(value):
-        return dict(value)
+        return value.copy()
     return {**value, "error": UNSERVED_ERROR}
 
 
-def has_submissions(programs: Sequence[Any]) -> bool:
+def has_submissions(programs: Sequence[Program]) -> bool:
     return any(isinstance(p, SubmissionProgram) for p in programs)
 
 
 def unserved_counts(
-    records: Mapping[str, Mapping[str, Any]], programs: Sequence[Any], model: str | None = None
+    records: Mapping[str, ItemRecord], programs: Sequence[Program], model: str | None = None
 ) -> dict[str, int] | None:
     """Unserved replies per program (of one model, or all), or ``None`` for a run without submissions."""
     if not has_submissions(programs):
@@ -71,18 +73,22 @@ def treatment(keep: bool) -> str:
     return "scored 0, as the rules require"
 
 
-def unserved_section(records: Mapping[str, Mapping[str, Any]], keep: bool) -> dict[str, Any]:
+def _returned_digest(record: ItemRecord) -> str | None:
+    """The digest of the text the trial returned (kept whole, or only as its digest when rejected)."""
+    reply = record.get("reply")
+    return digest_text(reply) if isinstance(reply, str) else record.get("reply_digest")
+
+
+def unserved_section(records: Mapping[str, ItemRecord], keep: bool) -> JSONObject:
     """One row per trial whose reply was not served, with the digest of what it returned."""
-    rows = [
+    rows: list[JSON] = [
         {
             "item": r["item_id"],
             "program": r["program"],
             "model": r["model"],
             "letter": r["letter"],
             "trial": r["trial"],
-            "reply_digest": digest_text(r["reply"])
-            if isinstance(r.get("reply"), str)
-            else r.get("reply_digest"),
+            "reply_digest": _returned_digest(r),
             "status": r.get("status"),
         }
         for r in sorted(records.values(), key=lambda r: str(r["item_id"]))
@@ -98,7 +104,7 @@ def unserved_section(records: Mapping[str, Mapping[str, Any]], keep: bool) -> di
     }
 
 
-def provenance_note(records: Mapping[str, Mapping[str, Any]], programs: Sequence[Any], keep: bool) -> str:
+def provenance_note(records: Mapping[str, ItemRecord], programs: Sequence[Program], keep: bool) -> str:
     """The provenance notes' clause (empty for a run without submissions)."""
     counts = unserved_counts(records, programs)
     if counts is None:

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from worldforge.config import Price
+from worldforge.core.canonical import JSONObject
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
+from worldforge.suites.science_birds.records import ItemRecord
 
 #: Digits kept for the derived ratios and costs (the counts themselves are exact integers).
 _RATIO_DIGITS = 4
 _COST_DIGITS = 6
 #: The label of the run's total row.
 ALL = "(all)"
-_COUNTS = ("requests", "prompt_tokens", "completion_tokens", "total_tokens", "failed_trial_tokens")
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,11 @@ class ItemUsage:
         return self.prompt_tokens + self.completion_tokens
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def item_usage(record: Mapping[str, Any]) -> ItemUsage:
+def item_usage(record: Mapping[str, object]) -> ItemUsage:
     """The item's counts: from its recorded exchanges (every request, answered or refused, and the
     usage of each answer); without exchanges (a run that bypassed the gateway), its ``usage``."""
     exchanges = record.get("exchanges")
@@ -66,7 +67,7 @@ def item_usage(record: Mapping[str, Any]) -> ItemUsage:
     return ItemUsage(0, 0, 0)
 
 
-def stable_and_recognised(record: Mapping[str, Any]) -> bool:
+def stable_and_recognised(record: Mapping[str, object]) -> bool:
     """A level that scored: no block moved in the simulation, and the classifier's most likely
     letter is the one asked for."""
     if record.get("status") != "ok":
@@ -94,37 +95,69 @@ def check_pricing(pricing: Mapping[str, Price] | None, models: Iterable[str]) ->
         )
 
 
-def _row(model: str, program: str, items: Sequence[Mapping[str, Any]], price: Price | None) -> dict[str, Any]:
-    counts = dict.fromkeys(_COUNTS, 0)
-    levels = 0
+@dataclass(frozen=True)
+class UsageRow:
+    """One (model, program)'s requests and tokens (or the run's total: both :data:`ALL`), the
+    stable and recognised levels they bought and, for a priced run, their cost."""
+
+    model: str
+    program: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    failed_trial_tokens: int
+    stable_recognised_levels: int
+    cost: float | None = None
+
+    @property
+    def tokens_per_stable_recognised_level(self) -> float | None:
+        levels = self.stable_recognised_levels
+        return round(self.total_tokens / levels, _RATIO_DIGITS) if levels else None
+
+    def to_dict(self) -> JSONObject:
+        """The row as the ``token_usage`` section and ``ranking.json`` carry it (``cost`` only
+        when priced)."""
+        row: JSONObject = {
+            "model": self.model,
+            "program": self.program,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "failed_trial_tokens": self.failed_trial_tokens,
+            "stable_recognised_levels": self.stable_recognised_levels,
+            "tokens_per_stable_recognised_level": self.tokens_per_stable_recognised_level,
+        }
+        if self.cost is not None:
+            row["cost"] = self.cost
+        return row
+
+
+def _row(model: str, program: str, items: Sequence[ItemRecord], price: Price | None) -> UsageRow:
+    requests = prompt = completion = total = failed = levels = 0
     for record in items:
         use = item_usage(record)
-        counts["requests"] += use.requests
-        counts["prompt_tokens"] += use.prompt_tokens
-        counts["completion_tokens"] += use.completion_tokens
-        counts["total_tokens"] += use.total_tokens
+        requests += use.requests
+        prompt += use.prompt_tokens
+        completion += use.completion_tokens
+        total += use.total_tokens
         if record.get("status") != "ok":
-            counts["failed_trial_tokens"] += use.total_tokens
+            failed += use.total_tokens
         levels += stable_and_recognised(record)
-    row: dict[str, Any] = {"model": model, "program": program, **counts}
-    row["stable_recognised_levels"] = levels
-    row["tokens_per_stable_recognised_level"] = (
-        round(counts["total_tokens"] / levels, _RATIO_DIGITS) if levels else None
-    )
-    if price is not None:
-        row["cost"] = round(price.cost(counts["prompt_tokens"], counts["completion_tokens"]), _COST_DIGITS)
-    return row
+    cost = round(price.cost(prompt, completion), _COST_DIGITS) if price is not None else None
+    return UsageRow(model, program, requests, prompt, completion, total, failed, levels, cost)
 
 
 def usage_rows(
-    records: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, ItemRecord],
     models: Sequence[str],
     programs: Sequence[str],
     pricing: Mapping[str, Price] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[UsageRow]:
     """One row per (model, program), in run order, then the run's total row (model and program
     :data:`ALL`); with ``pricing``, each row's cost."""
-    by_pair: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    by_pair: dict[tuple[str, str], list[ItemRecord]] = {}
     for record in records.values():
         by_pair.setdefault((str(record["model"]), str(record["program"])), []).append(record)
     rows = [
@@ -132,27 +165,30 @@ def usage_rows(
         for m in models
         for p in programs
     ]
-    total = {"model": ALL, "program": ALL, **{k: sum(r[k] for r in rows) for k in _COUNTS}}
-    levels = sum(r["stable_recognised_levels"] for r in rows)
-    total["stable_recognised_levels"] = levels
-    total["tokens_per_stable_recognised_level"] = (
-        round(total["total_tokens"] / levels, _RATIO_DIGITS) if levels else None
+    total = UsageRow(
+        ALL,
+        ALL,
+        sum(r.requests for r in rows),
+        sum(r.prompt_tokens for r in rows),
+        sum(r.completion_tokens for r in rows),
+        sum(r.total_tokens for r in rows),
+        sum(r.failed_trial_tokens for r in rows),
+        sum(r.stable_recognised_levels for r in rows),
+        round(sum(r.cost or 0.0 for r in rows), _COST_DIGITS) if pricing is not None else None,
     )
-    if pricing is not None:
-        total["cost"] = round(sum(r["cost"] for r in rows), _COST_DIGITS)
     return [*rows, total]
 
 
-def cost_per_program(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def cost_per_program(rows: Sequence[UsageRow]) -> dict[str, float]:
     """Each program's cost over every model (rows of a priced run)."""
     out: dict[str, float] = {}
     for row in rows:
-        if row["program"] != ALL and "cost" in row:
-            out[row["program"]] = round(out.get(row["program"], 0.0) + row["cost"], _COST_DIGITS)
+        if row.program != ALL and row.cost is not None:
+            out[row.program] = round(out.get(row.program, 0.0) + row.cost, _COST_DIGITS)
     return out
 
 
-def usage_section(rows: Sequence[Mapping[str, Any]], stopped: str | None = None) -> dict[str, Any]:
+def usage_section(rows: Sequence[UsageRow], stopped: str | None = None) -> JSONObject:
     """The report's ``token_usage`` section: the rows, the total (what ``results/summary.json``
     carries) and, for a priced run, the cost per program."""
     description = (
@@ -162,13 +198,16 @@ def usage_section(rows: Sequence[Mapping[str, Any]], stopped: str | None = None)
     )
     if stopped:
         description += f" Generation stopped early: {stopped}"
-    section: dict[str, Any] = {
+    total = rows[-1].to_dict()
+    if stopped:
+        total["stopped"] = stopped
+    section: JSONObject = {
         "title": "Token usage per model and program",
         "description": description,
-        "rows": [dict(r) for r in rows],
-        "total": {**rows[-1], **({"stopped": stopped} if stopped else {})},
+        "rows": [r.to_dict() for r in rows],
+        "total": total,
     }
-    costs = cost_per_program(rows)
+    costs: JSONObject = {**cost_per_program(rows)}
     if costs:
         section["cost_per_program"] = costs
     if stopped:
@@ -176,9 +215,17 @@ def usage_section(rows: Sequence[Mapping[str, Any]], stopped: str | None = None)
     return section
 
 
+class WallSeconds(TypedDict):
+    """Gateway wall-clock seconds one (model, program) spent (machine-dependent: events only)."""
+
+    model: str
+    program: str
+    gateway_wall_seconds: float
+
+
 def wall_seconds_by_program(
-    seconds: Mapping[str, float], records: Mapping[str, Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+    seconds: Mapping[str, float], records: Mapping[str, ItemRecord]
+) -> list[WallSeconds]:
     """Gateway wall-seconds per (model, program) from the gateway's per-item times (this run's
     requests only: reused items spent none). For the event log, never for a digested payload."""
     totals: dict[tuple[str, str], float] = {}
@@ -196,6 +243,8 @@ def wall_seconds_by_program(
 __all__ = [
     "ALL",
     "ItemUsage",
+    "UsageRow",
+    "WallSeconds",
     "check_pricing",
     "cost_per_program",
     "item_usage",
