@@ -24,8 +24,8 @@ from worldforge.pcg.similarity.training.lintel import lintel_blocks, lintel_prog
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The frozen family: changing a level, the rule's output or the file is a new evaluation set.
-FIXTURE_DIGEST = "sha256:08e83b234fbb088458ed36f88eac7f35aed25b9f364fb997e6069e53dfbc2715"
-PROGRAMS_DIGEST = "sha256:addd1b3536a97b86fef725ee84bafe5ba240cfdfd131d765d02d77775b7c6579"
+FIXTURE_DIGEST = "sha256:cc4385691fbbc940afc946e08c8740b456b0cdfa9f15cccbcd33813fd4a64966"
+PROGRAMS_DIGEST = "sha256:1665e47152c4443df0009e12e38726f5e758a6440460fdae5cda68cc48a162a5"
 
 fonts = pytest.mark.skipif(
     not all(unseen.font_path(face).is_file() for face in unseen.FACES),
@@ -63,12 +63,49 @@ def test_frozen_levels_are_built_by_their_rule_and_keep_their_letters() -> None:
         assert lintel_program(grid, from_right=level["from_right"]) == program, level["name"]
         built = simulate_drops(program)
         assert _cells(grid) <= _cells(built), level["name"]
-        assert unseen.build_keeps_letter(level["letter"], grid, built), level["name"]
+        sx, sy = level["scale"]
+        assert unseen.build_keeps_letter(level["letter"], grid, built, cell_area=sx * sy), level["name"]
         per_letter[level["letter"]] = per_letter.get(level["letter"], 0) + 1
     assert sorted(per_letter) == data["letters"]
     standing = data["standing_per_letter"]
-    assert all(standing[c] >= unseen.MIN_PER_LETTER for c in data["letters"])
-    assert len(data["letters"]) >= 20
+    assert all(per_letter[c] == standing[c] >= unseen.MIN_PER_LETTER for c in data["letters"])
+    assert len(data["letters"]) >= 15
+    # The rule closes a C's mouth, the bays of E, F and S and the spaces under a T's bar in every
+    # draw: none is in the family.
+    assert not {"C", "E", "F", "S", "T"} & set(data["letters"])
+
+
+def test_every_frozen_level_stands_as_built() -> None:
+    levels = unseen.fixture_levels()
+    for level in levels[:: max(1, len(levels) // 40)]:
+        assert unseen.stands(level), level["name"]
+
+
+def test_an_opening_the_posts_mostly_close_is_not_faithful() -> None:
+    # A C whose top bar is laid on posts: one open cell in its right column (built_shows accepts
+    # it) but five of the mouth's eight cells closed: a grill, drawn again.
+    grid = grid_from_text("#####\n#....\n#....\n#####")
+    built = grid_from_text("#####\n##.#.\n##.##\n#####")
+    assert lf.built_shows("C", grid, built)
+    assert not unseen.build_keeps_letter("C", grid, built)
+    assert unseen.build_keeps_letter("C", grid, grid_from_text("#####\n#..#.\n#..#.\n#####"))
+    # A serif I whose bars stand on posts at their ends keeps half of each opening, as a slot
+    # closed toward the edge: a box with two slots, drawn again.
+    i_grid = grid_from_text("#####\n..#..\n..#..\n#####")
+    assert unseen.build_keeps_letter("I", i_grid, grid_from_text("#####\n#.#.#\n#.#.#\n#####")) is False
+    assert unseen.build_keeps_letter("I", i_grid, grid_from_text("#####\n..#..\n.###.\n#####"))
+    # An O's cut corners may be squared by posts; a notch of three drawn cells may not.
+    o_grid = grid_from_text(".##.\n#..#\n#..#\n.##.")
+    assert unseen.build_keeps_letter("O", o_grid, grid_from_text("####\n#..#\n#..#\n####"))
+    wide = grid_from_text("...#\n#..#\n####")
+    assert not unseen.build_keeps_letter("U", wide, grid_from_text("####\n#..#\n####"))
+    # At scale 2x2 a cut corner is four grid cells, still a corner.
+    assert unseen.build_keeps_letter(
+        "O",
+        grid_from_text("..####..\n..####..\n##....##\n##....##\n..####..\n..####.."),
+        grid_from_text("########\n########\n##....##\n##....##\n########\n########"),
+        cell_area=4,
+    )
 
 
 def test_the_family_shares_no_glyph_source_and_no_placement_rule_with_training() -> None:

@@ -41,21 +41,25 @@ ECE_BINS = 15
 
 
 def render_item(item: tuple[str, bool]) -> tuple[bytes, bytes, float]:
-    """(128 px greyscale bytes, full PNG or b"", fraction of blocks moved > 1 cell or destroyed)."""
-    from PIL import Image
+    """(128 px greyscale bytes, full PNG or b"", fraction of blocks moved > 1 cell or destroyed).
 
+    Both images are made from the render's distinct rows (:func:`.thumbnail.thumbnail`,
+    :func:`~worldforge.pcg.sim.png.encode_rows`): the same bytes as reducing and encoding the
+    full 4 MB image, without building it."""
     from worldforge.pcg.levels.convert import convert
     from worldforge.pcg.sim.physics import simulate
-    from worldforge.pcg.sim.render import encode_png, render_array
+    from worldforge.pcg.sim.png import encode_rows
+    from worldforge.pcg.sim.render import render_rows
+    from worldforge.pcg.similarity.training.thumbnail import thumbnail
 
     program, keep_png = item
     result = simulate(convert(program))
-    rgba = render_array(result)
+    rows = render_rows(result)
     moved = sum(
         1 for d, alive in zip(result.displacements, result.alive, strict=True) if d > CELL or not alive
     )
-    small = Image.fromarray(rgba[:, :, 0].copy(), mode="L").reduce(1024 // IMAGE).tobytes()
-    return small, encode_png(rgba) if keep_png else b"", moved / max(1, result.total_blocks)
+    png = encode_rows(rows.distinct, rows.new) if keep_png else b""
+    return thumbnail(rows), png, moved / max(1, result.total_blocks)
 
 
 @dataclass
