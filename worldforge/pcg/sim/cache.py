@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import NotRequired, TypedDict, TypeGuard
 
-from worldforge.core.digests import digest_bytes, digest_file, digest_payload
+from worldforge.core.digests import digest_bytes, digest_payload
 from worldforge.core.errors import StageError, WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.levels.level import parse_level_xml
@@ -46,7 +46,7 @@ def physics_version() -> str:
         box2d = importlib.metadata.version("box2d")
     except importlib.metadata.PackageNotFoundError:
         box2d = "unknown"
-    version = getattr(physics, "STAGE_VERSION", None) or digest_file(str(physics.__file__))
+    version = physics.STAGE_VERSION
     return digest_payload({"physics": version, "box2d": box2d})
 
 

@@ -47,7 +47,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.similarity.classifier_input import Rows, rows_from_array, rows_from_image, rows_from_png
 from worldforge.pcg.similarity.predictions import Classification, Prediction
-from worldforge.pcg.similarity.prep import PrepSpec, ShortcutTable, shortcut_values
+from worldforge.pcg.similarity.prep import PreparedPng, PrepSpec, ShortcutTable, shortcut_values
 
 if TYPE_CHECKING:  # torch loads lazily, through worldforge.heavy
     from worldforge.heavy import Module, Tensor
@@ -398,9 +398,8 @@ class LetterClassifier:
         layout and size passed; its result equals the processor's on the RGB image.
         """
 
-        values = getattr(image, "prepared_values", None)  # a worker prepared it from the render
-        if values is not None:
-            return values
+        if isinstance(image, PreparedPng):  # a worker prepared its values from the render
+            return image.prepared_values
         source = image
         if isinstance(image, (str, Path)):
             try:
