@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from worldforge.core.digests import digest_bytes
 from worldforge.core.errors import WorldForgeError
 from worldforge.evidence.bundle import (
-    MAX_ATTACH_BYTES,
     build_bundle,
     verify_bundle_dir,
     verify_bundle_zip,
     verify_target,
 )
+from worldforge.evidence.files import MAX_ATTACH_BYTES
 from worldforge.evidence.withhold import WITHHELD
 from worldforge.workspace import start_run
 

@@ -32,15 +32,14 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import sanitize_text
 from worldforge.core.run_events import RunStatus
-from worldforge.evidence.bundle import MAX_ATTACH_BYTES
 from worldforge.evidence.dsse import seal
-from worldforge.evidence.files import clean_file, is_binary, rerender_reports
+from worldforge.evidence.files import clean_file, exclusion, rerender_reports, stays_local
 from worldforge.evidence.inputs import run_inputs
 from worldforge.evidence.keys import SigningKey
 from worldforge.evidence.manifest import EVIDENCE_MANIFEST, EvidenceManifest
 from worldforge.evidence.statement import run_docs, run_statements
 from worldforge.evidence.withhold import withhold
-from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME, read_invocation
+from worldforge.workspace.layout import ATTESTATION_NAME, read_invocation
 from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import verify_run
@@ -135,14 +134,11 @@ def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, byte
     """
     prefix = f"runs/{run_dir.name}/"
     paths = {
-        p.relative_to(run_dir).as_posix(): p
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-    paths = {
         rel: p
-        for rel, p in paths.items()
-        if rel not in (LOCK_NAME, ATTESTATION_NAME) and not rel.startswith(LOCAL_DIR + "/")
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+        and not stays_local(rel := p.relative_to(run_dir).as_posix(), p.is_symlink())
+        and rel != ATTESTATION_NAME  # it cannot attest itself
     }
     contents = {rel: p.read_bytes() for rel, p in paths.items()}
     rendered = rerender_reports(manifest.kind, contents)
@@ -151,7 +147,7 @@ def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, byte
     memo: dict[str, str] = {}
     for rel, data in contents.items():
         written[prefix + rel] = data
-        if len(data) <= MAX_ATTACH_BYTES and not is_binary(data):
+        if exclusion(data) is None:
             sources[prefix + rel] = data
             written[prefix + rel] = clean_file(
                 prefix + rel, data.decode("utf-8"), rendered.get(rel), memo
@@ -159,7 +155,7 @@ def released_files(run_dir: Path, manifest: RunManifest) -> tuple[dict[str, byte
     invocation = read_invocation(run_dir)
     _, copies = run_inputs(manifest, {}, invocation[1] if invocation is not None else None)
     for copy in copies:  # the input fixtures the bundle would carry: their digests are in the manifest
-        if copy.reason is None and not is_binary(copy.data):
+        if copy.reason is None and exclusion(copy.data) is None:
             sources[copy.bundle_path] = copy.data
             written[copy.bundle_path] = clean_file(
                 copy.bundle_path, copy.data.decode("utf-8"), None, memo

@@ -40,7 +40,7 @@ from worldforge.core.errors import WorldForgeError
 from worldforge.core.io import atomic_write_bytes
 from worldforge.core.redact import SANITIZER_VERSION, sanitize_text, sanitize_value, sanitize_with_ledger
 from worldforge.evidence.detect import KnownValues
-from worldforge.evidence.files import clean_file, is_binary, rerender_reports
+from worldforge.evidence.files import clean_file, exclusion, rerender_reports, stays_local
 from worldforge.evidence.gate import (
     GateFinding,
     flag_files,
@@ -66,12 +66,11 @@ from worldforge.evidence.manifest import (
 )
 from worldforge.evidence.story import issue_md, run_story, summary_md
 from worldforge.evidence.withhold import WITHHELD, strip_digests, withhold
-from worldforge.workspace.layout import ATTESTATION_NAME, LOCAL_DIR, LOCK_NAME, MANIFEST_NAME, read_invocation
+from worldforge.workspace.layout import ATTESTATION_NAME, MANIFEST_NAME, read_invocation
 from worldforge.workspace.records import RunManifest, read_run_manifest
 from worldforge.workspace.store import list_runs, resolve_run_dir
 from worldforge.workspace.verify import VerifyReport, verify_run
 
-MAX_ATTACH_BYTES = 10_000_000
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _NOT_FOUND = "excluded: not found where the run read it (digest as the run recorded it)"
 
@@ -130,10 +129,8 @@ class _Builder:
             record["reason"] = "excluded: its sanitized name collides with another file's"
         elif local_only:
             record["reason"] = "local-only: host invocation details and locks stay on this machine"
-        elif len(data) > MAX_ATTACH_BYTES:
-            record["reason"] = f"excluded: file exceeds the {MAX_ATTACH_BYTES}-byte attachment limit"
-        elif is_binary(data):
-            record["reason"] = "excluded: binary file cannot be sanitized; digest listed for reference"
+        elif (why := exclusion(data)) is not None:
+            record["reason"] = why
         else:
             cleaned = clean_file(bundle_path, data.decode("utf-8"), rendered, self.memo)
             out, ledger = cleaned.data, cleaned.ledger
@@ -304,7 +301,7 @@ def build_bundle(
         contents = {rel: path.read_bytes() for rel, path in run_files.items()}
         rendered = rerender_reports(manifest.kind, contents)
         for rel, path in run_files.items():
-            local = rel == LOCK_NAME or rel.startswith(LOCAL_DIR + "/") or path.is_symlink()
+            local = stays_local(rel, path.is_symlink())
             builder.add_bytes(
                 f"runs/{run_dir.name}/{rel}",
                 f"runs/{run_dir.name}/{rel}",
@@ -588,7 +585,6 @@ def verify_target(workspace_dir: str | Path, target: str) -> VerifyReport:
 
 
 __all__ = [
-    "MAX_ATTACH_BYTES",
     "BundleResult",
     "build_bundle",
     "verify_bundle_dir",

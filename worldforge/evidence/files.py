@@ -36,10 +36,32 @@ from worldforge.evaluation.suite import load_suite_module
 from worldforge.reports import render_report
 from worldforge.reports.json_report import render_gallery_json
 from worldforge.reports.markdown import render_gallery_markdown
+from worldforge.workspace.layout import LOCAL_DIR, LOCK_NAME
 
 STRUCTURED_RULE = "structured-value"
 #: Renders a report payload (parsed JSON) into one of the formats a run holds.
 _Renderer = Callable[[JSONObject], str]
+
+
+#: Largest file a bundle carries; a larger one is listed by digest only.
+MAX_ATTACH_BYTES = 10_000_000
+
+
+def stays_local(rel: str, is_link: bool) -> bool:
+    """A run file no bundle and no attestation carries: the lock, the host-local details under
+    ``.local/`` (exact request, invocation) and links (their target is not the run's)."""
+    return rel == LOCK_NAME or rel.startswith(LOCAL_DIR + "/") or is_link
+
+
+def exclusion(data: bytes) -> str | None:
+    """Why a bundle lists ``data`` by digest instead of carrying it cleaned (``None``: it carries
+    it). The one rule for the bundle and for a run attested in place, which must release exactly
+    what a bundle would."""
+    if len(data) > MAX_ATTACH_BYTES:
+        return f"excluded: file exceeds the {MAX_ATTACH_BYTES}-byte attachment limit"
+    if is_binary(data):
+        return "excluded: binary file cannot be sanitized; digest listed for reference"
+    return None
 
 
 def is_binary(data: bytes) -> bool:
