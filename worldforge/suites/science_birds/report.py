@@ -241,8 +241,6 @@ def build_sections(
                             f"{letter} | {model} | trial {r['trial']} | sta {float(r['sta']):.2f} "
                             f"sim {float(r['sim']):.2f}"
                         )
-                        if (margin := r.get("margin")) is not None:  # how sure the classifier was
-                            caption += f" margin {float(margin):.2f}"
                         images.append({"caption": caption, "src": thumbnail})
         sections[f"gallery[{prog.name}]"] = {
             "title": f"Levels of {prog.name} (after the 10 s simulation)",
