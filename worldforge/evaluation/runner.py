@@ -44,7 +44,7 @@ def _names(data: Mapping[str, object], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-class RequestRecord(TypedDict):
+class EvaluationRequestRecord(TypedDict):
     """:meth:`EvaluationRequest.to_record`: the request as a run records it."""
 
     suite: str
@@ -87,7 +87,7 @@ class EvaluationRequest:
                 raise WorldForgeError(f"evaluation request: {name!r} must be a sequence of strings.")
             object.__setattr__(self, name, tuple(value))
 
-    def to_record(self) -> RequestRecord:
+    def to_record(self) -> EvaluationRequestRecord:
         """What the run records (JSON): what to evaluate, not where or how the run is recorded
         (``workspace``, ``resume_run`` and ``argv`` come from the run when it is resumed)."""
         return {
@@ -251,7 +251,7 @@ __all__ = [
     "PATH_OPTIONS",
     "EvaluationOutcome",
     "EvaluationRequest",
-    "RequestRecord",
+    "EvaluationRequestRecord",
     "RunConfig",
     "cwd_relative_paths",
     "evaluate",

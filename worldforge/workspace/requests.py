@@ -32,7 +32,7 @@ from worldforge.workspace.layout import REQUEST_LOCAL_PATH, REQUEST_NAME
 REQUEST_SCHEMA_VERSION = 1
 
 
-class RequestRecord(TypedDict):
+class RequestFileRecord(TypedDict):
     """``request.json`` (both copies): what :meth:`RecordedRequest.to_dict` writes."""
 
     schema_version: int
@@ -48,7 +48,7 @@ class RecordedRequest:
     request: JSONObject = field(default_factory=dict)
     schema_version: int = REQUEST_SCHEMA_VERSION
 
-    def to_dict(self) -> RequestRecord:
+    def to_dict(self) -> RequestFileRecord:
         return {"schema_version": self.schema_version, "kind": self.kind, "request": dict(self.request)}
 
     @classmethod
@@ -98,4 +98,4 @@ def read_request(run_dir: Path) -> RecordedRequest | None:
     return RecordedRequest.from_dict(data, source=f"{run_dir.name}/{REQUEST_LOCAL_PATH}")
 
 
-__all__ = ["REQUEST_SCHEMA_VERSION", "RecordedRequest", "RequestRecord", "read_request", "write_request"]
+__all__ = ["REQUEST_SCHEMA_VERSION", "RecordedRequest", "RequestFileRecord", "read_request", "write_request"]

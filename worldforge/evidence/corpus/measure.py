@@ -29,7 +29,7 @@ import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, get_args
 
 from worldforge.core.canonical import pretty_json
 from worldforge.core.redact import sanitize_text
@@ -272,15 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure(json.loads(args.corpus.read_text(encoding="utf-8")))
     args.output.write_text(pretty_json(result), encoding="utf-8")
-    names: tuple[Table, ...] = (
-        "redactor_recall_keyed",
-        "redactor_recall_bare",
-        "redactor_false_positive_rate",
-        "gate_recall_keyed",
-        "gate_false_positive_rate",
-        "redactor_benign_redacted_rate",
-        "gate_benign_flagged_rate",
-    )
+    names: tuple[Table, ...] = get_args(Table)
     for name in names:
         row = result[name]["all"]
         print(f"{name:32} {row['hits']:>6}/{row['total']:<6} {row['rate']}")
