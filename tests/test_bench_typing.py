@@ -24,12 +24,12 @@ def test_counts_aliases_guards_and_ignores_text(tmp_path: Path) -> None:
     package.mkdir()
     (package / "aliases.py").write_text(
         textwrap.dedent(
-            '''
+            """
             from typing import Any, Mapping, TypeAlias, cast
             JsonDict = dict[str, Any]
             Rows: TypeAlias = list[JsonDict]
             Handle = Any
-            '''
+            """
         )
     )
     (package / "use.py").write_text(

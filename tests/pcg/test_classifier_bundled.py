@@ -88,7 +88,7 @@ def test_card_and_report_figures_name_the_measured_accuracy() -> None:
     from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
 
     training = json.loads((BUNDLED_DIR / "training.json").read_text())
-    assert set(training["lofo"]) == {"glyph", "font", "pixel", "stroke", "block"}
+    assert set(training["lofo"]) == {"glyph", "font", "pixel", "stroke", "block", "dpi"}
     assert training["lofo_min_accuracy"] == min(f["test"]["accuracy"] for f in training["lofo"].values())
     card = (BUNDLED_DIR / "README.md").read_text()
     assert f"{training['lofo_min_accuracy']:.3f}" in card and f"{training['hand']['accuracy']:.3f}" in card
@@ -96,7 +96,14 @@ def test_card_and_report_figures_name_the_measured_accuracy() -> None:
     assert accuracy["measured"] is True
     assert accuracy["lofo_min_top1"] == training["lofo_min_accuracy"]
     assert accuracy["hand_drawn_top1"] == training["hand"]["accuracy"]
-    assert str(training["lofo_min_accuracy"]) in accuracy_sentence(accuracy)
+    sentence = accuracy_sentence(accuracy)
+    assert str(training["lofo_min_accuracy"]) in sentence
+    # The claim boundary quotes the held-out figures: the worst held-out family's calibration error
+    # at a temperature fitted without it, and the never-trained frozen family's top-1.
+    worst_ece = max(f["test_calibrated"]["ece"] for f in training["lofo"].values())
+    assert accuracy["lofo_max_ece"] == worst_ece and f"calibration error <= {worst_ece}" in sentence
+    assert accuracy["unseen_top1"] == {"fixed": training["unseen"]["fixed"]["accuracy"]}
+    assert f"{training['unseen']['fixed']['accuracy']} on the never-trained 'fixed' letter family" in sentence
     # Other weights under the bundled id get no borrowed figures.
     other = classifier_accuracy({"id": BUNDLED_ID, "weights_digest": "sha256:" + "0" * 64})
     assert other == {"checkpoint": BUNDLED_ID, "measured": False}

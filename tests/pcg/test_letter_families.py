@@ -20,6 +20,7 @@ from worldforge.pcg.levels.drop_plan import Grid, grid_from_text, simulate_drops
 from worldforge.pcg.similarity.training import blocks as lb
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
+from worldforge.pcg.similarity.training import measures
 from worldforge.pcg.similarity.training.grids import beside_ink
 
 fonts = pytest.mark.skipif(
@@ -311,13 +312,15 @@ def test_metrics_accuracy_confusions_and_ece() -> None:
 
     probs = [one_hot(0, 0.9), one_hot(0, 0.9), one_hot(2, 0.6), one_hot(3, 0.6)]
     labels = [0, 0, 2, 1]  # the last one is a B read as D
-    m = lt.metrics(probs, labels)
+    m = measures.metrics(probs, labels)
     assert m["accuracy"] == 0.75
     assert m["per_letter"] == {"A": 1.0, "B": 0.0, "C": 1.0}
     assert m["min_letter"] == 0.0
     assert m["confusions"] == {"B->D": 1}
     # Bins: {0.9, 0.9} all right -> |1 - 0.9| x 2/4; {0.6, 0.6} half right -> |0.5 - 0.6| x 2/4.
     assert m["ece"] == pytest.approx(0.1, abs=1e-4)
+    # The whole matrix, diagonal included, read the same way; every image counted once.
+    assert measures.confusion_matrix(probs, labels) == {"A": {"A": 2}, "B": {"D": 1}, "C": {"C": 1}}
     assert m["nll"] == pytest.approx(-(2 * math.log(0.9) + math.log(0.6) + math.log(0.4 / 25)) / 4, abs=1e-4)
 
 

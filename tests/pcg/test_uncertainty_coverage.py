@@ -83,4 +83,3 @@ def test_interval_coverage_on_2024_like_cohorts() -> None:
     assert 0.08 <= len(without) / COHORTS <= 0.17, len(without)
     assert sum(without) <= 0.1 * len(without), without
     assert covered[narrow] / COHORTS <= 1 - len(without) / COHORTS + 0.1 * len(without) / COHORTS
-

@@ -3,8 +3,10 @@
 Reports name the classifier by identity (id + weights digest). For the bundled checkpoint the
 training script also records what it measured (``assets/letter-classifier/training.json``):
 leave-one-family-out top-1 over independent letter families, top-1 on hand-drawn letters it never
-saw, and expected calibration error. :func:`classifier_accuracy` returns those figures only when
-the weights digest matches, so a report never attributes them to other weights.
+saw, top-1 on the frozen evaluation-only family (another glyph source and placement rule, never
+trained on), and expected calibration error of every held-out family. :func:`classifier_accuracy`
+returns those figures only when the weights digest matches, so a report never attributes them to
+other weights.
 """
 
 from __future__ import annotations
@@ -30,11 +32,19 @@ def classifier_accuracy(identity: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("weights_digest") != identity.get("weights_digest"):
         return unknown
     hand = meta.get("hand") or {}
+    folds = meta.get("lofo") or {}
+    # A fold's calibration error at the temperature fitted on the families it trained on: the
+    # held-out family's, with nothing chosen on it.
+    fold_ece = {k: (v.get("test_calibrated") or {}).get("ece") for k, v in folds.items()}
+    unseen = {k: v.get("accuracy") for k, v in (meta.get("unseen") or {}).items()}
     return {
         "checkpoint": BUNDLED_ID,
         "measured": True,
         "lofo_min_top1": meta.get("lofo_min_accuracy"),
-        "lofo_top1": {k: v["test"]["accuracy"] for k, v in (meta.get("lofo") or {}).items()},
+        "lofo_top1": {k: v["test"]["accuracy"] for k, v in folds.items()},
+        "lofo_ece": fold_ece,
+        "lofo_max_ece": max((e for e in fold_ece.values() if e is not None), default=None),
+        "unseen_top1": unseen,
         "hand_drawn_top1": hand.get("accuracy"),
         "hand_drawn_ece": hand.get("ece"),
         "heldout_top1": (meta.get("heldout") or {}).get("accuracy"),
@@ -46,10 +56,15 @@ def accuracy_sentence(accuracy: Mapping[str, Any]) -> str:
     """One sentence for a claim boundary: what the classifier's accuracy was measured to be."""
     if not accuracy.get("measured"):
         return f"Classifier {accuracy.get('checkpoint')}: accuracy not measured by WorldForge."
-    return (
-        f"Classifier {accuracy['checkpoint']}: leave-one-family-out top-1 >= {accuracy['lofo_min_top1']}, "
-        f"{accuracy['hand_drawn_top1']} on hand-drawn letters it never saw ({accuracy['details']})."
-    )
+    parts = [f"leave-one-family-out top-1 >= {accuracy['lofo_min_top1']}"]
+    if accuracy.get("lofo_max_ece") is not None:
+        parts[0] += f" (calibration error <= {accuracy['lofo_max_ece']} per held-out family)"
+    parts += [
+        f"{top1} on the never-trained {name!r} letter family"
+        for name, top1 in accuracy.get("unseen_top1", {}).items()
+    ]
+    parts.append(f"{accuracy['hand_drawn_top1']} on hand-drawn letters it never saw")
+    return f"Classifier {accuracy['checkpoint']}: {', '.join(parts)} ({accuracy['details']})."
 
 
 __all__ = ["DETAILS", "accuracy_sentence", "classifier_accuracy"]

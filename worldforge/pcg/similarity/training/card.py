@@ -1,10 +1,9 @@
 """Model card and dataset manifest of the bundled letter classifier (written by :mod:`.recipe`).
 
-Both name the recipe's files by the paths they had when the shipped checkpoint was trained
-(``scripts/train_letter_classifier.py``, ``scripts/letter_families.py`` ...): the card's digest is
-recorded in the dataset manifest, so the text stays as shipped and a rerun with the same seed
-reproduces both files byte for byte. The recipe now lives in
-:mod:`worldforge.pcg.similarity.training`.
+Both are written from the training record alone (no clock, no host path), and the card's digest is
+recorded in the dataset manifest, so a rerun with the same seed reproduces both files byte for byte.
+The manifest also records every training family's glyph sources (:mod:`.sources`): a rebuild from
+other font files is named before anything is generated.
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from worldforge.core.digests import digest_file
-from worldforge.pcg.similarity.training import unseen
-from worldforge.pcg.similarity.training.records import TrainingMeta
+from worldforge.pcg.similarity.training import sources, unseen
+from worldforge.pcg.similarity.training.records import FoldResult, TrainingMeta
 
 
 def _pct(value: float | None) -> str:
@@ -26,6 +25,14 @@ def _count(n: int) -> str:
     return words[n] if n < len(words) else str(n)
 
 
+def _calibrated(fold: FoldResult) -> str:
+    """A fold's calibration error at the temperature fitted on its training families' held-out seeds."""
+    calibrated = fold.get("test_calibrated")
+    if calibrated is None:
+        return "n/a"
+    return f"{_pct(calibrated['ece'])} (T = {calibrated.get('temperature')})"
+
+
 def model_card(meta: TrainingMeta) -> str:
     held, hand, corpus = meta["heldout"], meta["hand"], meta["corpus"]
     families, others = _count(len(corpus["families"])), _count(len(corpus["families"]) - 1).lower()
@@ -33,8 +40,14 @@ def model_card(meta: TrainingMeta) -> str:
     lofo_rows = "\n".join(
         f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} "
         f"| {_pct(fold['test']['accuracy'])} | {_pct(fold['test']['min_letter'])} "
-        f"| {_pct(fold['test']['ece'])} |"
+        f"| {_pct(fold['test']['ece'])} | {_calibrated(fold)} |"
         for fam, fold in meta["lofo"].items()
+    )
+    unseen_lines = "\n".join(
+        f"- Frozen `{name}` family (another glyph source and placement rule, never trained on, chooses "
+        f"nothing): top-1 **{m['accuracy']:.3f}** on {m['images']} images, worst letter "
+        f"{_pct(m['min_letter'])}, ECE {m['ece']}."
+        for name, m in meta["unseen"].items()
     )
     family_rows = "\n".join(
         f"| {fam} | {m['images']} | {_pct(m['accuracy'])} | {_pct(m['min_letter'])} | {_pct(m['ece'])} |"
@@ -56,25 +69,26 @@ are comparable only with runs that used the same weights (see `weights_digest` i
 - Softmax temperature {meta["temperature"]} fitted on the held-out seeds and folded into the head.
 
 ## Training data (generated, not stored)
-{families} letter families that share no glyph source (`scripts/letter_families.py`): `glyph` (the
-mock generator's DejaVu / Pillow / 5x7 glyphs), `font` (Liberation, FreeFont and Noto outlines), `pixel`
-(Terminus bitmap glyphs scaled by whole cells), `stroke` (hand-written skeletons with alternate
-letter shapes, 1-3 cells thick), `block` (letters laid as bars, legs and staircases on the block
-grid, in the forms builders use: `scripts/letter_blocks.py`). {meta["train_seeds"]} programs per
+{families} letter families that share no glyph source (`worldforge/pcg/similarity/training/families.py`):
+`glyph` (the mock generator's DejaVu / Pillow / 5x7 glyphs), `font` (Liberation, FreeFont and Noto
+outlines), `pixel` (Terminus bitmap glyphs scaled by whole cells), `stroke` (hand-written skeletons
+with alternate letter shapes, 1-3 cells thick), `block` (letters laid as bars, legs and staircases on
+the block grid, in the forms builders use: `blocks.py`), `dpi` (the Adobe, Bitstream and B&H X11
+bitmap faces at 100 dpi, scaled by whole cells: `dpi.py`). {meta["train_seeds"]} programs per
 letter and family, random b11/b31/b13 mix, a fifth built without balance supports; every level
 converted, simulated (Box2D) and rendered by the project's pipeline. Heaps (more than a quarter
 of the blocks moved by over a cell) are excluded. {corpus["train_levels"]} training levels; programs
 digest `{corpus["programs_digest"]}`.
 {meta["epochs"]} epochs, AdamW + one-cycle (max lr {meta["lr"]}), batch 128, label smoothing 0.1,
 augmentation (block-grid re-quantization, affine and elastic jitter, stroke weight, added supports,
-missing blocks; `scripts/letter_training.py`), seed {meta["seed"]}, CPU.
+missing blocks; `loop.py`), seed {meta["seed"]}, CPU.
 
 ## Accuracy
 Leave-one-family-out (trained on the other {others} families, {meta["lofo_epochs"]} epochs; tested
 on every level of the held-out one): lowest top-1 **{_pct(meta["lofo_min_accuracy"])}**.
 
-| held-out family | trained on | images | top-1 | worst letter | ECE |
-|---|---|---|---|---|---|
+| held-out family | trained on | images | top-1 | worst letter | ECE | ECE, trained families' temperature |
+|---|---|---|---|---|---|---|
 {lofo_rows}
 
 Shipped model, full-size renders through `load_classifier` (processor-exact):
@@ -82,6 +96,7 @@ Shipped model, full-size renders through `load_classifier` (processor-exact):
   {held["images"]} images, ECE {held["ece"]}; hardest letters: {", ".join(f"{c} {v:.2f}" for c, v in worst)}.
 - Hand-drawn letters (never trained on): top-1 **{hand["accuracy"]:.3f}** on {hand["images"]} images,
   worst letter {_pct(hand["min_letter"])}, ECE {hand["ece"]}.
+{unseen_lines}
 
 | family (held-out seeds) | images | top-1 | worst letter | ECE |
 |---|---|---|---|---|
@@ -92,7 +107,7 @@ numbers are on different image sets and are not comparable. Details: `docs/class
 
 ## Reproduce
 ```
-nice -n 10 .venv/bin/python scripts/train_letter_classifier.py --seed {meta["seed"]} \\
+nice -n 10 .venv/bin/python -m worldforge.pcg.similarity.training --seed {meta["seed"]} \\
     --train-seeds {meta["train_seeds"]} --epochs {meta["epochs"]} --lofo-epochs {meta["lofo_epochs"]}
 ```
 """
@@ -133,33 +148,36 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
     # The frozen family's glyph source: the package version and the digest of every font file it
     # was drawn from (a rebuild refuses other files, ``unseen.check_glyph_source``).
     entries[-1]["metadata"] = {"glyph_source": unseen.load_fixture()["source"]}
+    glyph_sources = sources.record()
     corpus = meta["corpus"]
     return {
         "schema_version": 1,
         "id": "letter-classifier",
         "name": "WorldForge bundled letter classifier and its generated letter families",
         "description": (
-            "Small ResNet letter classifier trained on Science Birds level images of five independent letter "
-            "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons, block-built letters), "
-            "each level built with drop_block and run through WorldForge's converter -> Box2D -> render "
-            "pipeline; a sixth, hand-drawn family is only evaluated, and so is a seventh, frozen one "
-            "(X11 bitmap faces built by another placement rule; its programs are stored). The images are "
-            "not stored; "
-            "scripts/train_letter_classifier.py regenerates them and the checkpoint from seeds."
+            "Small ResNet letter classifier trained on Science Birds level images of six independent letter "
+            "families (mock glyphs, outline fonts, a bitmap font, stroke skeletons, block-built letters, "
+            "X11 100 dpi bitmap faces), each level built with drop_block and run through WorldForge's "
+            "converter -> Box2D -> render pipeline; a hand-drawn family is only evaluated, and so is a "
+            "frozen one (X11 misc-fixed bitmap faces built by another placement rule; its programs are "
+            "stored). The images are not stored; python -m worldforge.pcg.similarity.training regenerates "
+            "them and the checkpoint from seeds."
         ),
         "license": (
             "Apache-2.0 (weights, generated data, hand-drawn fixture); glyph sources: DejaVu (Bitstream Vera "
             "license), Liberation and Noto (SIL OFL 1.1), FreeFont (GPL-3.0 with font exception), Terminus "
-            "(SIL OFL 1.1)"
+            "(SIL OFL 1.1), the Adobe, Bitstream and Bigelow & Holmes X11 100 dpi bitmap faces (their X11 "
+            "distribution notices, xfonts-100dpi)"
         ),
         "provenance": {
             "owner": "worldforge maintainers",
-            "source": "scripts/train_letter_classifier.py",
-            "version": "2",
+            "source": "worldforge/pcg/similarity/training",
+            "version": "3",
             "notes": (
                 "Debian packages fonts-dejavu-core, fonts-liberation, fonts-freefont-ttf, fonts-noto-core, "
-                "fonts-terminus-otb provide the glyph sources; xfonts-base those of the frozen "
-                "evaluation-only family (needed only to rebuild it)."
+                "fonts-terminus-otb, xfonts-100dpi provide the glyph sources (versions and file digests in "
+                "metadata.glyph_sources); xfonts-base those of the frozen evaluation-only family (needed "
+                "only to rebuild it)."
             ),
         },
         "privacy": {
@@ -186,5 +204,7 @@ def manifest(root: Path, folder: Path, meta: TrainingMeta) -> dict[str, Any]:
             "heldout_accuracy": meta["heldout"]["accuracy"],
             "hand_accuracy": meta["hand"]["accuracy"],
             "lofo_accuracy": {k: v["test"]["accuracy"] for k, v in meta["lofo"].items()},
+            "unseen_accuracy": {k: v["accuracy"] for k, v in meta["unseen"].items()},
+            "glyph_sources": glyph_sources,
         },
     }

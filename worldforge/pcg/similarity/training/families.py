@@ -16,6 +16,8 @@ letters drawn in a way it never saw:
   drawn with strokes one to three cells thick.
 * ``block``  - letters laid directly on the block grid as bars, legs and staircases, in the forms
   builders use (:mod:`.blocks`): exact, nothing quantized.
+* ``dpi``    - the Adobe, Bitstream and B&H X11 bitmap faces at 100 dpi (:mod:`.dpi`, Debian
+  ``xfonts-100dpi``): hand-made pixel designs of serif, slab and sans letters, scaled by whole cells.
 * ``hand``   - letters drawn by hand on the block grid (``dataset-manifests/fixtures/letter-classifier/
   handdrawn-letters.json``). Never used for training in any fold: the independent check.
 
@@ -49,6 +51,7 @@ from worldforge.pcg.levels.drop_plan import (
     simulate_drops,
 )
 from worldforge.pcg.levels.glyphs import letter_program, letter_target
+from worldforge.pcg.similarity.training import dpi
 from worldforge.pcg.similarity.training.blocks import block_cells
 from worldforge.pcg.similarity.training.grids import Cells, counters, trim
 
@@ -57,7 +60,7 @@ if TYPE_CHECKING:  # Pillow loads inside the drawing functions
 
 ROOT = Path(__file__).resolve().parents[4]
 HANDDRAWN = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "handdrawn-letters.json"
-TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke", "block")
+TRAIN_FAMILIES = ("glyph", "font", "pixel", "stroke", "block", "dpi")
 EVAL_ONLY_FAMILIES = ("hand",)
 
 FONT_FILES: tuple[str, ...] = tuple(
@@ -100,12 +103,12 @@ FAITHFUL_TRIES = 20
 #: Share of the drawing's ink that must lie on or beside an inked cell of the grid: a stroke the
 #: quantization dropped (a serif face's hairline stem, the right half of a thin ``U``) lies further.
 MIN_INK_KEPT = 0.97
-FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb"
+FONT_PACKAGES = "fonts-liberation fonts-freefont-ttf fonts-noto-core fonts-terminus-otb xfonts-100dpi"
 
 
 def missing_fonts() -> list[str]:
-    """Glyph source files of the font and pixel families that are not installed."""
-    return [f for f in (*FONT_FILES, *PIXEL_FONTS) if not Path(f).is_file()]
+    """Glyph source files of the font, pixel and dpi families that are not installed."""
+    return [f for f in (*FONT_FILES, *PIXEL_FONTS, *dpi.FILES) if not Path(f).is_file()]
 
 
 def require_fonts(files: Sequence[str]) -> Sequence[str]:
@@ -434,6 +437,7 @@ CELL_FAMILIES: dict[str, Callable[[str, random.Random], Cells]] = {
     "pixel": pixel_cells,
     "stroke": stroke_cells,
     "block": block_cells,
+    "dpi": dpi.dpi_cells,
 }
 
 

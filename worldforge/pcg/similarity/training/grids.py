@@ -7,6 +7,22 @@ from collections.abc import Sequence
 Cells = list[list[int]]  # rows top first, 1 = ink (a glyph bitmap before placement)
 
 
+def whole_cell_scales(glyph: Sequence[Sequence[int]], width: int, height: int) -> list[tuple[int, int]]:
+    """(across, up) factors of 1 or 2 at which ``glyph`` still fits a ``width`` x ``height`` grid,
+    in a fixed order (the families draw one of them with their seeded generator)."""
+    return [
+        (sx, sy)
+        for sx in (1, 2)
+        for sy in (1, 2)
+        if len(glyph[0]) * sx <= width and len(glyph) * sy <= height
+    ]
+
+
+def scaled(glyph: Sequence[Sequence[int]], sx: int, sy: int) -> Cells:
+    """``glyph`` with every cell repeated ``sx`` times across and ``sy`` times up (a bitmap kept exact)."""
+    return [[v for v in row for _ in range(sx)] for row in glyph for _ in range(sy)]
+
+
 def trim(cells: Cells) -> Cells:
     """The grid cut to the bounding box of its ink."""
     rows = [r for r, row in enumerate(cells) if any(row)]

@@ -28,6 +28,7 @@ from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.letters import LETTERS
+from worldforge.pcg.similarity.training.measures import confusion_matrix, metrics
 from worldforge.pcg.similarity.training.records import HeapStats, LetterMetrics, PngMetrics
 
 if TYPE_CHECKING:  # torch and transformers load lazily, through worldforge.heavy, at run time
@@ -37,7 +38,6 @@ IMAGE = 128  # stored render size (1024 / 8)
 INPUT = 64  # model input size (processor box-resizes 1024 -> 64)
 CELL = 0.2401  # one grid cell in Unity units
 HEAP_MOVED = 0.25  # fraction of blocks displaced by more than a cell above which a level is a heap
-ECE_BINS = 15
 
 
 def render_item(item: tuple[str, bool]) -> tuple[bytes, bytes, float]:
@@ -473,6 +473,12 @@ def run_fold(job: FoldJob) -> dict[str, LetterMetrics]:
         name: metrics(softmax_rows(logits[name]), test_target.tolist())
         for name, (_, test_target) in job.tests.items()
     }
+    if "test" in job.tests:
+        # The held-out family's whole matrix: the top confusions of every entry hide how the rest
+        # of the misses spread (docs/classifier.md prints the worst fold's).
+        out["test"]["confusion_matrix"] = confusion_matrix(
+            softmax_rows(logits["test"]), job.tests["test"][1].tolist()
+        )
     if job.calibration is not None:
         cal_data, cal_target = job.calibration
         temperature = fit_temperature(logits_of(model, cal_data), cal_target)
@@ -528,45 +534,6 @@ def apply_temperature(model: ResNetForImageClassification, temperature: float) -
     with torch.no_grad():
         head.weight.div_(temperature)
         head.bias.div_(temperature)
-
-
-def metrics(probs: list[list[float]], labels: list[int]) -> LetterMetrics:
-    """Top-1, per-letter accuracy, top confusions, expected calibration error, mean confidence."""
-    n = len(labels)
-    if n == 0:
-        return {"images": 0}
-    top = [max(range(len(p)), key=p.__getitem__) for p in probs]
-    conf = [p[t] for p, t in zip(probs, top, strict=True)]
-    hits = [t == y for t, y in zip(top, labels, strict=True)]
-    per_letter: dict[str, float] = {}
-    confusions: dict[str, int] = {}
-    for i, c in enumerate(LETTERS):
-        rows = [k for k in range(n) if labels[k] == i]
-        if rows:
-            per_letter[c] = round(sum(hits[k] for k in rows) / len(rows), 3)
-    for k in range(n):
-        if not hits[k]:
-            key = f"{LETTERS[labels[k]]}->{LETTERS[top[k]]}"
-            confusions[key] = confusions.get(key, 0) + 1
-    ece = 0.0
-    for b in range(ECE_BINS):
-        lo, hi = b / ECE_BINS, (b + 1) / ECE_BINS
-        members = [k for k in range(n) if lo < conf[k] <= hi or (b == 0 and conf[k] == 0)]
-        if members:
-            acc = sum(hits[k] for k in members) / len(members)
-            avg = sum(conf[k] for k in members) / len(members)
-            ece += len(members) / n * abs(acc - avg)
-    nll = -sum(math.log(max(p[y], 1e-12)) for p, y in zip(probs, labels, strict=True)) / n
-    return {
-        "images": n,
-        "accuracy": round(sum(hits) / n, 4),
-        "min_letter": min(per_letter.values()) if per_letter else None,
-        "per_letter": per_letter,
-        "confusions": dict(sorted(confusions.items(), key=lambda kv: (-kv[1], kv[0]))[:12]),
-        "ece": round(ece, 4),
-        "mean_confidence": round(sum(conf) / n, 4),
-        "nll": round(nll, 4),
-    }
 
 
 def classify_pngs(folder: Path, split_list: list[Split]) -> PngMetrics:

@@ -1,17 +1,20 @@
 """Train the bundled letter classifier on independent letter families; measure leave-one-family-out.
 
-Data: five training families that share no glyph source (:mod:`.families`: the mock
+Data: six training families that share no glyph source (:mod:`.families`: the mock
 glyph programs, outline fonts, a bitmap font, hand-written stroke skeletons with alternate letter
-shapes, letters laid as bars, legs and staircases on the block grid) plus one family that is never
-trained on (letters drawn by hand on the block grid). Every program goes through the project's own
-converter, Box2D simulation and similarity render, so shifted, leaning and partly collapsed letters
-are in the data as they appear at evaluation time; heaps (more than a quarter of the blocks moved by
-over a cell) are excluded (:mod:`.loop`).
+shapes, letters laid as bars, legs and staircases on the block grid, the X11 100 dpi bitmap faces
+of :mod:`.dpi`) plus one family that is never trained on (letters drawn by hand on the block grid).
+Before anything is generated, the installed font files are compared with the ones the shipped
+corpus was drawn from (``glyph_sources`` in the dataset manifest, :mod:`.sources`): a file that
+differs is named and the run stops, unless ``--accept-glyph-sources``. Every program goes through
+the project's own converter, Box2D simulation and similarity render, so shifted, leaning and partly
+collapsed letters are in the data as they appear at evaluation time; heaps (more than a quarter of
+the blocks moved by over a cell) are excluded (:mod:`.loop`).
 
 Measurement:
-* leave-one-family-out: for every training family F, a model trained on the other four (shorter
-  schedule, ``--lofo-epochs``) is tested on all of F's levels;
-* the shipped model (all five families, ``--epochs``) is tested on held-out seeds of every family
+* leave-one-family-out: for every training family F, a model trained on the other five (shorter
+  schedule, ``--lofo-epochs``) is tested on all of F's levels, with its whole confusion matrix;
+* the shipped model (all six families, ``--epochs``) is tested on held-out seeds of every family
   and on the hand-drawn family, through ``worldforge.pcg.similarity.classifier.load_classifier`` on the
   full-size PNG renders (processor-exact, as the similarity stage);
 * per-letter accuracy, top confusions and expected calibration error (15 bins) everywhere; the
@@ -27,12 +30,11 @@ Outputs: the checkpoint and its card in ``worldforge/pcg/assets/letter-classifie
 JSON ``docs/classifier.json`` and the dataset manifest ``dataset-manifests/letter-classifier.json``
 (families, corpus digest). Deterministic for a given seed, machine and thread count (CPU only).
 
-    nice -n 10 .venv/bin/python -m worldforge.pcg.similarity.training   # about 39 min on 2 idle cores
+    nice -n 10 .venv/bin/python -m worldforge.pcg.similarity.training   # about 45 min on 2 idle cores
     .venv/bin/python -m worldforge.pcg.similarity.training --quick        # smoke run into /tmp
 
-The recipe was ``scripts/train_letter_classifier.py`` when the shipped checkpoint was trained; the
-card and the dataset manifest (:mod:`.card`) still name that path, so that a rerun reproduces them
-byte for byte.
+The card and the dataset manifest (:mod:`.card`) are written from the training record alone, so a
+rerun reproduces them byte for byte.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.io import atomic_write_text
 from worldforge.pcg.levels.drop_plan import simulate_drops
-from worldforge.pcg.similarity.training import card, unseen
+from worldforge.pcg.similarity.training import card, measures, sources, unseen
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
 from worldforge.pcg.similarity.training.grids import beside_ink
@@ -81,6 +83,17 @@ def _corpus_chunk(job: tuple[str, range]) -> tuple[list[str], list[int], list[bo
         labels.append(label)
         beside.append(beside_ink(grid, simulate_drops(program)) > 0)
     return programs, labels, beside
+
+
+def recorded_sources(manifest: Path) -> dict[str, sources.FamilySources]:
+    """The glyph sources a dataset manifest records (none for a missing manifest or an older one)."""
+    if not manifest.is_file():
+        return {}
+    payload = json.loads(manifest.read_text(encoding="utf-8"))
+    metadata = payload.get("metadata") if isinstance(payload, dict) else None
+    if not isinstance(metadata, dict) or "glyph_sources" not in metadata:
+        return {}
+    return sources.parse_record(metadata["glyph_sources"], f"{manifest}: metadata")
 
 
 def build_splits(train_seeds: int, heldout_seeds: int, workers: int = 1) -> list[lt.Split]:
@@ -205,13 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--train-seeds", type=int, default=300, help="training programs per letter and family"
+        "--train-seeds", type=int, default=250, help="training programs per letter and family"
     )
     parser.add_argument(
         "--heldout-seeds", type=int, default=3, help="held-out programs per letter and family"
     )
     parser.add_argument("--epochs", type=int, default=16, help="epochs of the shipped model")
-    parser.add_argument("--lofo-epochs", type=int, default=9, help="epochs of each leave-one-family-out fold")
+    parser.add_argument("--lofo-epochs", type=int, default=8, help="epochs of each leave-one-family-out fold")
     parser.add_argument("--lr", type=float, default=4e-3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
@@ -230,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         "experiment: the card's lowest fold then covers only these)",
     )
     parser.add_argument("--no-manifest", action="store_true", help="do not write the dataset manifest")
+    parser.add_argument(
+        "--accept-glyph-sources",
+        action="store_true",
+        help="rebuild even when installed font files differ from the shipped corpus's (its manifest then "
+        "records the new ones)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny smoke run into /tmp (no manifest)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.folds or ()) - set(lf.TRAIN_FAMILIES))
@@ -247,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--out {args.out}: outside the project; the dataset manifest cannot name it (add --no-manifest)"
         )
+
+    if not args.accept_glyph_sources:
+        try:
+            sources.check(recorded_sources(DEFAULT_MANIFEST))
+        except sources.GlyphSourceMismatch as error:
+            parser.error(f"{error} (rebuild anyway with --accept-glyph-sources)")
 
     torch = heavy.torch()
 
@@ -267,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     val_data, val_target = lt.as_tensor(pick(splits, split="heldout"))
     val_logits = lt.logits_of(model, val_data)
     temperature = lt.fit_temperature(val_logits, val_target)
-    before = lt.metrics(lt.softmax_rows(val_logits), val_target.tolist())
+    before = measures.metrics(lt.softmax_rows(val_logits), val_target.tolist())
     lt.apply_temperature(model, temperature)
     args.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
@@ -316,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         "hand": hand,
         "lofo": folds,
         "lofo_min_accuracy": min((f["test"]["accuracy"] for f in folds.values()), default=None),
+        "unseen": unseen_figures,
         "weights_digest": digest_file(args.out / "model.safetensors"),
     }
     timing = {
@@ -331,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_text(args.out / "training.json", pretty_json(meta))
     atomic_write_text(args.out / "README.md", card.model_card(meta))
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    results = {**meta, "baseline": baseline, "timing": timing, "unseen": unseen_figures}
+    results = {**meta, "baseline": baseline, "timing": timing}
     atomic_write_text(args.results, pretty_json(results))
     if args.manifest is not None:
         from worldforge.datasets import validate_manifest

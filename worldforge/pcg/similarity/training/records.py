@@ -23,6 +23,8 @@ class LetterMetrics(TypedDict, total=False):
     nll: float
     #: The softmax temperature the figures were measured at, when one was fitted for them.
     temperature: float
+    #: True letter -> letter read -> count (a fold's held-out family only).
+    confusion_matrix: dict[str, dict[str, int]]
 
 
 class PngMetrics(LetterMetrics, total=False):
@@ -87,6 +89,8 @@ class TrainingMeta(TypedDict):
     hand: PngMetrics
     lofo: dict[str, FoldResult]
     lofo_min_accuracy: float | None
+    #: The frozen evaluation-only family (:mod:`.unseen`) through the shipped model.
+    unseen: dict[str, PngMetrics]
     weights_digest: str
 
 

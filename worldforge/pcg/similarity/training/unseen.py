@@ -39,8 +39,6 @@ import argparse
 import gzip
 import io
 import json
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -56,11 +54,13 @@ from worldforge.core.seeds import variant_rng
 from worldforge.pcg.letters import LETTERS
 from worldforge.pcg.levels.drop_plan import GRID_HEIGHT, GRID_WIDTH, Grid, simulate_drops
 from worldforge.pcg.similarity.classifier import BUNDLED_DIR
+from worldforge.pcg.similarity.training import sources
 from worldforge.pcg.similarity.training.families import FAITHFUL_TRIES, built_shows, place
-from worldforge.pcg.similarity.training.grids import Cells, beside_ink, trim
+from worldforge.pcg.similarity.training.grids import beside_ink, scaled, trim, whole_cell_scales
 from worldforge.pcg.similarity.training.lintel import lintel_program
 from worldforge.pcg.similarity.training.loop import Split, classify_pngs, render_item, render_splits
 from worldforge.pcg.similarity.training.records import PngMetrics
+from worldforge.pcg.similarity.training.sources import GlyphSourceMismatch, installed_version
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURE = ROOT / "dataset-manifests" / "fixtures" / "letter-classifier" / "unseen-fixed-letters.json"
@@ -86,11 +86,6 @@ MAX_FILLED = 0.5
 #: An opening at a corner of the letter's box of at most this many drawn cells is a rounded
 #: glyph's cut corner (an ``O``'s, a ``U``'s): posts may square it, the letter stays.
 CORNER_NOTCH = 2
-
-
-class GlyphSourceMismatch(WorldForgeError):
-    """An installed font file differs from the one the frozen family was drawn from (or is missing):
-    rebuilding would silently give other letters under the recorded digest."""
 
 
 class UnseenLevel(TypedDict):
@@ -119,15 +114,6 @@ def font_path(face: str) -> Path:
     return Path(FONT_DIR) / f"{face}.pcf.gz"
 
 
-def installed_version(package: str = PACKAGE) -> str | None:
-    """The installed Debian version of ``package`` (``None`` without dpkg or the package)."""
-    dpkg = shutil.which("dpkg-query")
-    if dpkg is None:
-        return None
-    done = subprocess.run([dpkg, "-W", "-f", "${Version}", package], capture_output=True, text=True)
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
 def glyph_source() -> GlyphSource:
     """Package, version and file digests of the installed glyph source (refused when incomplete)."""
     missing = [face for face in FACES if not font_path(face).is_file()]
@@ -137,26 +123,17 @@ def glyph_source() -> GlyphSource:
         )
     return {
         "package": PACKAGE,
-        "version": installed_version() or "unknown",
+        "version": installed_version(PACKAGE) or "unknown",
         "files": {str(font_path(face)): digest_file(font_path(face)) for face in FACES},
     }
 
 
 def check_glyph_source(recorded: GlyphSource) -> None:
-    """Refuse a rebuild when any font file differs from the recorded one (:class:`GlyphSourceMismatch`)."""
-    version = installed_version(recorded["package"]) or "unknown"
-    for path, digest in recorded["files"].items():
-        if not Path(path).is_file():
-            raise GlyphSourceMismatch(
-                f"unseen letter family: {path} is not installed; the family was drawn from it in "
-                f"{recorded['package']} {recorded['version']}"
-            )
-        found = digest_file(Path(path))
-        if found != digest:
-            raise GlyphSourceMismatch(
-                f"unseen letter family: {path} is {found}, the family was drawn from {digest} "
-                f"({recorded['package']} {recorded['version']} recorded, {version} installed)"
-            )
+    """Refuse a rebuild when any font file differs from the recorded one (:class:`GlyphSourceMismatch`,
+    naming the file, both digests and both package versions: :func:`.sources.check`)."""
+    sources.check(
+        {FAMILY: {"packages": {recorded["package"]: recorded["version"]}, "files": dict(recorded["files"])}}
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -232,10 +209,6 @@ def build_keeps_letter(letter: str, grid: Grid, built: Grid, *, cell_area: int =
     return True
 
 
-def _scaled(glyph: Sequence[Sequence[int]], sx: int, sy: int) -> Cells:
-    return [[v for v in row for _ in range(sx)] for row in glyph for _ in range(sy)]
-
-
 def unseen_level(letter: str, seed: int) -> UnseenLevel | None:
     """The level of ``letter`` for ``seed`` (``None`` when no draw builds faithfully); deterministic.
 
@@ -247,14 +220,8 @@ def unseen_level(letter: str, seed: int) -> UnseenLevel | None:
     for _ in range(FAITHFUL_TRIES):
         face = rng.choice(FACES)
         glyph = bitmap(face, letter)
-        scales = [
-            (sx, sy)
-            for sx in (1, 2)
-            for sy in (1, 2)
-            if len(glyph[0]) * sx <= GRID_WIDTH and len(glyph) * sy <= GRID_HEIGHT
-        ]
-        sx, sy = rng.choice(scales)
-        cells = trim(_scaled(glyph, sx, sy))
+        sx, sy = rng.choice(whole_cell_scales(glyph, GRID_WIDTH, GRID_HEIGHT))
+        cells = trim(scaled(glyph, sx, sy))
         grid = place(cells, rng)
         from_right = rng.random() < 0.5
         program = lintel_program(grid, from_right=from_right)
