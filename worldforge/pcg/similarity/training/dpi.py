@@ -65,8 +65,10 @@ def glyph(path: str, letter: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(1 if data[r * width + c] else 0 for c in range(width)) for r in range(image.height))
 
 
+@lru_cache(maxsize=1)
 def require_files() -> tuple[str, ...]:
-    """Every face file: a partial set would silently change the corpus and its digest."""
+    """Every face file: a partial set would silently change the corpus and its digest (checked once
+    per process: every level draws through it; a missing file raises again on the next call)."""
     missing = [f for f in FILES if not Path(f).is_file()]
     if missing:
         raise RuntimeError(f"letter families need {missing[0]} (Debian package: {PACKAGE})")
