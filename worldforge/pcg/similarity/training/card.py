@@ -15,6 +15,12 @@ from worldforge.core.digests import digest_file
 from worldforge.pcg.similarity.training import sources, unseen
 from worldforge.pcg.similarity.training.records import FoldResult, TrainingMeta
 
+LOFO_HEADER = (
+    "| held-out family | trained on | images | top-1 | worst letter | ECE "
+    "| ECE, trained families' temperature | ECE, other folds' temperature |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
@@ -33,6 +39,14 @@ def _calibrated(fold: FoldResult) -> str:
     return f"{_pct(calibrated['ece'])} (T = {calibrated.get('temperature')})"
 
 
+def _crossfold(fold: FoldResult) -> str:
+    """A fold's calibration error at the temperature fitted on the other folds' held-out families."""
+    crossfold = fold.get("test_crossfold")
+    if crossfold is None:
+        return "n/a"
+    return f"{_pct(crossfold['ece'])} (T = {crossfold.get('temperature')})"
+
+
 def model_card(meta: TrainingMeta) -> str:
     held, hand, corpus = meta["heldout"], meta["hand"], meta["corpus"]
     families, others = _count(len(corpus["families"])), _count(len(corpus["families"]) - 1).lower()
@@ -40,7 +54,7 @@ def model_card(meta: TrainingMeta) -> str:
     lofo_rows = "\n".join(
         f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} "
         f"| {_pct(fold['test']['accuracy'])} | {_pct(fold['test']['min_letter'])} "
-        f"| {_pct(fold['test']['ece'])} | {_calibrated(fold)} |"
+        f"| {_pct(fold['test']['ece'])} | {_calibrated(fold)} | {_crossfold(fold)} |"
         for fam, fold in meta["lofo"].items()
     )
     unseen_lines = "\n".join(
@@ -87,9 +101,12 @@ missing blocks; `loop.py`), seed {meta["seed"]}, CPU.
 Leave-one-family-out (trained on the other {others} families, {meta["lofo_epochs"]} epochs; tested
 on every level of the held-out one): lowest top-1 **{_pct(meta["lofo_min_accuracy"])}**.
 
-| held-out family | trained on | images | top-1 | worst letter | ECE | ECE, trained families' temperature |
-|---|---|---|---|---|---|---|
+{LOFO_HEADER}
 {lofo_rows}
+
+The last column's temperature is fitted on the other folds' held-out families (models reading
+styles they never trained on), the one before it on the held-out seeds of the families the fold
+trained on; neither sees the family it measures (`calibration.py`).
 
 Shipped model, full-size renders through `load_classifier` (processor-exact):
 - Held-out seeds of all {families.lower()} families: top-1 **{held["accuracy"]:.3f}** on

@@ -454,9 +454,20 @@ class FoldJob:
     #: Levels the softmax temperature is fitted on (the trained families' held-out seeds); with
     #: it, every test set is also measured at that temperature (``<name>_calibrated``).
     calibration: tuple[Tensor, Tensor] | None = None
+    #: Test sets whose raw (logits, targets) come back with the metrics, for measurements that
+    #: need several folds at once (:mod:`.calibration`).
+    keep_logits: tuple[str, ...] = ()
 
 
-def run_fold(job: FoldJob) -> dict[str, LetterMetrics]:
+@dataclass
+class FoldOutcome:
+    """What a fold returns: metrics per test set, and the raw logits ``keep_logits`` asked for."""
+
+    metrics: dict[str, LetterMetrics]
+    logits: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
+
+
+def run_fold(job: FoldJob) -> FoldOutcome:
     """Train ``job``'s model and return the metrics of every test set (runs in a worker process).
 
     With ``job.calibration``, a temperature is fitted there, as the shipped model's is on the
@@ -486,10 +497,10 @@ def run_fold(job: FoldJob) -> dict[str, LetterMetrics]:
             calibrated = metrics(softmax_rows(logits[name] / temperature), test_target.tolist())
             calibrated["temperature"] = temperature
             out[f"{name}_calibrated"] = calibrated
-    return out
+    return FoldOutcome(out, {name: (logits[name], job.tests[name][1]) for name in job.keep_logits})
 
 
-def run_folds(jobs: list[FoldJob], workers: int) -> list[dict[str, LetterMetrics]]:
+def run_folds(jobs: list[FoldJob], workers: int) -> list[FoldOutcome]:
     """:func:`run_fold` for every job, ``workers`` processes side by side (spawned: no forked
     OpenMP state); results in the order of ``jobs``."""
     import multiprocessing

@@ -21,7 +21,9 @@ Measurement:
   shipped head is temperature-scaled on the held-out seeds (the temperature is folded into the
   weights, so the checkpoint format does not change), and each fold's model is measured again at a
   temperature fitted the same way on the held-out seeds of the families it trained on
-  (``test_calibrated``: the held-out family's calibration with a temperature chosen without it);
+  (``test_calibrated``: the held-out family's calibration with a temperature chosen without it),
+  and at the temperature fitted on the other folds' held-out families (``test_crossfold``,
+  :mod:`.calibration`: fitted where models read styles they never trained on);
 * the frozen evaluation-only family (:mod:`.unseen`: another glyph source, another placement
   rule, stored programs) is measured by every fold and by the shipped model (``unseen`` in the
   results file); it is never trained on and chooses nothing.
@@ -52,7 +54,7 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.io import atomic_write_text
 from worldforge.pcg.levels.drop_plan import simulate_drops
-from worldforge.pcg.similarity.training import card, measures, sources, unseen
+from worldforge.pcg.similarity.training import calibration, card, measures, sources, unseen
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
 from worldforge.pcg.similarity.training.grids import beside_ink
@@ -179,15 +181,23 @@ def leave_one_family_out(
                     "unseen": frozen_set,
                 },
                 calibration=lt.as_tensor([s for s in pick(splits, split="heldout") if s.family != held]),
+                keep_logits=("test", "unseen"),
                 epochs=args.lofo_epochs,
                 seed=args.seed,
                 lr=args.lr,
                 threads=max(1, args.threads // sharing),
             )
         )
-    results = lt.run_folds(jobs[:last_round], workers) + lt.run_folds(jobs[last_round:], workers)
+    outcomes = lt.run_folds(jobs[:last_round], workers) + lt.run_folds(jobs[last_round:], workers)
+    crossfold = calibration.crossfold(
+        {held: o.logits["test"] for held, o in zip(held_out, outcomes, strict=True)},
+        {held: {"unseen": o.logits["unseen"]} for held, o in zip(held_out, outcomes, strict=True)},
+    )
+    if args.save_logits is not None:
+        save_logits(args.save_logits, dict(zip(held_out, outcomes, strict=True)))
     folds: dict[str, FoldResult] = {}
-    for held, job, result in zip(held_out, jobs, results, strict=True):
+    for held, job, outcome in zip(held_out, jobs, outcomes, strict=True):
+        result = outcome.metrics
         train = [s for s in pick(splits, split="train") if s.family != held]
         folds[held] = {  # the test sets in the order of ``job.tests``
             "trained_on": sorted({s.family for s in train}),
@@ -200,13 +210,33 @@ def leave_one_family_out(
             "unseen": result["unseen"],
             "unseen_calibrated": result["unseen_calibrated"],
         }
+        if held in crossfold:  # one fold alone has no other held-out family to fit on
+            folds[held]["test_crossfold"] = crossfold[held]["test_crossfold"]
+            folds[held]["unseen_crossfold"] = crossfold[held]["unseen_crossfold"]
         print(
             f"LOFO {held}: {folds[held]['test']['accuracy']} (hand {folds[held]['hand']['accuracy']}, "
             f"ECE {folds[held]['test']['ece']} -> {folds[held]['test_calibrated']['ece']} at "
-            f"T = {folds[held]['test_calibrated'].get('temperature')})",
+            f"T = {folds[held]['test_calibrated'].get('temperature')}, cross-fold "
+            f"{folds[held].get('test_crossfold', {}).get('ece')})",
             file=sys.stderr,
         )
     return folds
+
+
+def save_logits(path: Path, outcomes: dict[str, lt.FoldOutcome]) -> None:
+    """Every fold's raw logits and targets on its held-out family and on the frozen family
+    (``<family>/<set>/logits|target`` in one ``torch.save`` file), for calibration studies that
+    would otherwise need the folds trained again. Not a product of the run: nothing digests it."""
+    torch = heavy.torch()
+
+    payload = {
+        f"{held}/{name}/{part}": tensor
+        for held, outcome in outcomes.items()
+        for name, pair in outcome.logits.items()
+        for part, tensor in zip(("logits", "target"), pair, strict=True)
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache", type=Path, help="folder for rendered corpora")
     parser.add_argument("--no-lofo", action="store_true", help="skip the leave-one-family-out folds")
+    parser.add_argument(
+        "--save-logits", type=Path, help="also save every fold's held-out logits here (torch.save)"
+    )
     parser.add_argument(
         "--folds",
         type=lambda text: tuple(text.split(",")),

@@ -7,7 +7,7 @@ so the files are what they were before the types existed.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class LetterMetrics(TypedDict, total=False):
@@ -57,6 +57,10 @@ class FoldResult(TypedDict):
     #: The frozen evaluation-only family (:mod:`.unseen`), raw and at that temperature.
     unseen: LetterMetrics
     unseen_calibrated: LetterMetrics
+    #: The held-out family and the frozen one at the temperature fitted on the other folds'
+    #: held-out families (:mod:`.calibration`; absent when only one fold ran).
+    test_crossfold: NotRequired[LetterMetrics]
+    unseen_crossfold: NotRequired[LetterMetrics]
 
 
 class CorpusSummary(TypedDict):
