@@ -8,9 +8,9 @@ import pytest
 
 from worldforge import heavy
 from worldforge.pcg.similarity.accuracy import accuracy_sentence, classifier_accuracy
+from worldforge.pcg.similarity.measures import metrics
 from worldforge.pcg.similarity.training import calibration
 from worldforge.pcg.similarity.training import loop as lt
-from worldforge.pcg.similarity.training.measures import metrics
 
 torch = heavy.torch()
 

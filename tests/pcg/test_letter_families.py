@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worldforge.pcg.levels.drop_plan import Grid, grid_from_text, simulate_drops
+from worldforge.pcg.similarity import measures
 from worldforge.pcg.similarity.training import blocks as lb
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
-from worldforge.pcg.similarity.training import measures
 from worldforge.pcg.similarity.training.grids import beside_ink
 
 fonts = pytest.mark.skipif(

@@ -20,9 +20,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from worldforge import heavy
+from worldforge.pcg.similarity.measures import LetterMetrics, metrics
 from worldforge.pcg.similarity.training.loop import fit_temperature, softmax_rows
-from worldforge.pcg.similarity.training.measures import metrics
-from worldforge.pcg.similarity.training.records import LetterMetrics
 
 if TYPE_CHECKING:
     from worldforge.heavy import Tensor

@@ -28,8 +28,8 @@ from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.similarity.training.measures import confusion_matrix, metrics
-from worldforge.pcg.similarity.training.records import HeapStats, LetterMetrics, PngMetrics
+from worldforge.pcg.similarity.measures import LetterMetrics, confusion_matrix, metrics
+from worldforge.pcg.similarity.training.records import HeapStats, PngMetrics
 
 if TYPE_CHECKING:  # torch and transformers load lazily, through worldforge.heavy, at run time
     from worldforge.heavy import Generator, Linear, ResNetForImageClassification, Tensor, ViTImageProcessor

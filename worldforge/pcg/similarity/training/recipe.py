@@ -54,7 +54,8 @@ from worldforge.core.canonical import pretty_json
 from worldforge.core.digests import digest_bytes, digest_file, digest_payload
 from worldforge.core.io import atomic_write_text
 from worldforge.pcg.levels.drop_plan import simulate_drops
-from worldforge.pcg.similarity.training import calibration, card, measures, sources, unseen
+from worldforge.pcg.similarity import measures
+from worldforge.pcg.similarity.training import calibration, card, sources, unseen
 from worldforge.pcg.similarity.training import families as lf
 from worldforge.pcg.similarity.training import loop as lt
 from worldforge.pcg.similarity.training.grids import beside_ink

@@ -9,22 +9,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-
-class LetterMetrics(TypedDict, total=False):
-    """What ``loop.metrics`` measures on one test set; an empty set has ``images`` (0) only."""
-
-    images: int
-    accuracy: float
-    min_letter: float | None
-    per_letter: dict[str, float]
-    confusions: dict[str, int]
-    ece: float
-    mean_confidence: float
-    nll: float
-    #: The softmax temperature the figures were measured at, when one was fitted for them.
-    temperature: float
-    #: True letter -> letter read -> count (a fold's held-out family only).
-    confusion_matrix: dict[str, dict[str, int]]
+from worldforge.pcg.similarity.measures import LetterMetrics
 
 
 class PngMetrics(LetterMetrics, total=False):
@@ -98,4 +83,4 @@ class TrainingMeta(TypedDict):
     weights_digest: str
 
 
-__all__ = ["CorpusSummary", "FoldResult", "HeapStats", "LetterMetrics", "PngMetrics", "TrainingMeta"]
+__all__ = ["CorpusSummary", "FoldResult", "HeapStats", "PngMetrics", "TrainingMeta"]

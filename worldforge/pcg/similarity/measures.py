@@ -1,15 +1,35 @@
-"""What the training run measures on a test set: top-1, per-letter accuracy, confusions, calibration.
+"""What is measured on a set of letter images with known letters: top-1, per-letter accuracy,
+confusions, calibration.
 
-Pure Python over softmax vectors, so the folds (in worker processes), the shipped model (on the
-full-size renders through ``load_classifier``) and the tests measure the same way.
+Pure Python over softmax vectors (no torch), so the training recipe's folds (in worker processes),
+the shipped model (on the full-size renders through ``load_classifier``), ``worldforge pcg classify
+--truth`` on a user's own images and the tests all measure the same way.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.similarity.training.records import LetterMetrics
+
+
+class LetterMetrics(TypedDict, total=False):
+    """What :func:`metrics` measures on one set of images; an empty set has ``images`` (0) only."""
+
+    images: int
+    accuracy: float
+    min_letter: float | None
+    per_letter: dict[str, float]
+    confusions: dict[str, int]
+    ece: float
+    mean_confidence: float
+    nll: float
+    #: The softmax temperature the figures were measured at, when one was fitted for them.
+    temperature: float
+    #: True letter -> letter read -> count (a fold's held-out family, a ``pcg classify --truth`` set).
+    confusion_matrix: dict[str, dict[str, int]]
+
 
 #: Equal-width confidence bins of the expected calibration error.
 ECE_BINS = 15
