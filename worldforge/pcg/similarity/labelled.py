@@ -15,7 +15,7 @@ from pathlib import Path
 
 from worldforge.core.errors import WorldForgeError
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.similarity.measures import LetterMetrics, confusion_matrix, metrics
+from worldforge.pcg.similarity.measures import LetterMetrics, metrics
 
 #: Where ``--truth`` reads an image's letter.
 TRUTH_SOURCES = ("name", "folder")
@@ -52,12 +52,8 @@ def truths(paths: Sequence[Path], source: str) -> list[str]:
 def measure(softmax: Sequence[Sequence[float]], letters: Sequence[str]) -> LetterMetrics:
     """The training recipe's figures (:func:`~worldforge.pcg.similarity.measures.metrics`) and the
     whole confusion matrix, for softmax vectors over A-Z and the letters the images show."""
-    probs = [list(row) for row in softmax]
     labels = [LETTERS.index(letter) for letter in letters]
-    figures = metrics(probs, labels)
-    if labels:
-        figures["confusion_matrix"] = confusion_matrix(probs, labels)
-    return figures
+    return metrics([list(row) for row in softmax], labels, matrix=True)
 
 
 __all__ = ["TRUTH_SOURCES", "measure", "truth_of", "truths"]

@@ -35,8 +35,10 @@ class LetterMetrics(TypedDict, total=False):
 ECE_BINS = 15
 
 
-def metrics(probs: list[list[float]], labels: list[int]) -> LetterMetrics:
-    """Top-1, per-letter accuracy, top confusions, expected calibration error, mean confidence."""
+def metrics(probs: list[list[float]], labels: list[int], *, matrix: bool = False) -> LetterMetrics:
+    """Top-1, per-letter accuracy, top confusions, expected calibration error, mean confidence;
+    with ``matrix``, the whole :func:`confusion_matrix` too (the top confusions hide how the rest of
+    the misses spread)."""
     n = len(labels)
     if n == 0:
         return {"images": 0}
@@ -62,7 +64,7 @@ def metrics(probs: list[list[float]], labels: list[int]) -> LetterMetrics:
             avg = sum(conf[k] for k in members) / len(members)
             ece += len(members) / n * abs(acc - avg)
     nll = -sum(math.log(max(p[y], 1e-12)) for p, y in zip(probs, labels, strict=True)) / n
-    return {
+    figures: LetterMetrics = {
         "images": n,
         "accuracy": round(sum(hits) / n, 4),
         "min_letter": min(per_letter.values()) if per_letter else None,
@@ -72,6 +74,9 @@ def metrics(probs: list[list[float]], labels: list[int]) -> LetterMetrics:
         "mean_confidence": round(sum(conf) / n, 4),
         "nll": round(nll, 4),
     }
+    if matrix:
+        figures["confusion_matrix"] = confusion_matrix(probs, labels)
+    return figures
 
 
 def confusion_matrix(probs: list[list[float]], labels: list[int]) -> dict[str, dict[str, int]]:

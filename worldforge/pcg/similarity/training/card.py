@@ -31,20 +31,13 @@ def _count(n: int) -> str:
     return words[n] if n < len(words) else str(n)
 
 
-def _calibrated(fold: FoldResult) -> str:
-    """A fold's calibration error at the temperature fitted on its training families' held-out seeds."""
-    calibrated = fold.get("test_calibrated")
-    if calibrated is None:
+def _ece_at(fold: FoldResult, entry: str) -> str:
+    """A fold's calibration error and temperature in ``entry``: ``test_calibrated`` (fitted on its
+    training families' held-out seeds) or ``test_crossfold`` (on the other folds' held-out families)."""
+    figures = fold.get(entry)
+    if not isinstance(figures, dict):
         return "n/a"
-    return f"{_pct(calibrated['ece'])} (T = {calibrated.get('temperature')})"
-
-
-def _crossfold(fold: FoldResult) -> str:
-    """A fold's calibration error at the temperature fitted on the other folds' held-out families."""
-    crossfold = fold.get("test_crossfold")
-    if crossfold is None:
-        return "n/a"
-    return f"{_pct(crossfold['ece'])} (T = {crossfold.get('temperature')})"
+    return f"{_pct(figures['ece'])} (T = {figures.get('temperature')})"
 
 
 def model_card(meta: TrainingMeta) -> str:
@@ -54,7 +47,8 @@ def model_card(meta: TrainingMeta) -> str:
     lofo_rows = "\n".join(
         f"| {fam} | {', '.join(fold['trained_on'])} | {fold['test']['images']} "
         f"| {_pct(fold['test']['accuracy'])} | {_pct(fold['test']['min_letter'])} "
-        f"| {_pct(fold['test']['ece'])} | {_calibrated(fold)} | {_crossfold(fold)} |"
+        f"| {_pct(fold['test']['ece'])} | {_ece_at(fold, 'test_calibrated')} "
+        f"| {_ece_at(fold, 'test_crossfold')} |"
         for fam, fold in meta["lofo"].items()
     )
     unseen_lines = "\n".join(

@@ -28,7 +28,7 @@ from worldforge import heavy
 from worldforge.core.digests import digest_payload
 from worldforge.core.io import atomic_write_bytes
 from worldforge.pcg.letters import LETTERS
-from worldforge.pcg.similarity.measures import LetterMetrics, confusion_matrix, metrics
+from worldforge.pcg.similarity.measures import LetterMetrics, metrics
 from worldforge.pcg.similarity.training.records import HeapStats, PngMetrics
 
 if TYPE_CHECKING:  # torch and transformers load lazily, through worldforge.heavy, at run time
@@ -480,16 +480,10 @@ def run_fold(job: FoldJob) -> FoldOutcome:
     data, target = job.train
     model = train(data, target, epochs=job.epochs, seed=job.seed, lr=job.lr, label=job.label)
     logits = {name: logits_of(model, test_data) for name, (test_data, _) in job.tests.items()}
-    out = {
-        name: metrics(softmax_rows(logits[name]), test_target.tolist())
+    out = {  # the held-out family with its whole matrix (docs/classifier.md prints the worst fold's)
+        name: metrics(softmax_rows(logits[name]), test_target.tolist(), matrix=name == "test")
         for name, (_, test_target) in job.tests.items()
     }
-    if "test" in job.tests:
-        # The held-out family's whole matrix: the top confusions of every entry hide how the rest
-        # of the misses spread (docs/classifier.md prints the worst fold's).
-        out["test"]["confusion_matrix"] = confusion_matrix(
-            softmax_rows(logits["test"]), job.tests["test"][1].tolist()
-        )
     if job.calibration is not None:
         cal_data, cal_target = job.calibration
         temperature = fit_temperature(logits_of(model, cal_data), cal_target)
